@@ -1,0 +1,46 @@
+// Command mqfault is mqfault's command line: `trace` replays a routing trace
+// (see docs/TRACE.md).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// exitUsage is the exit status for bad input: a malformed command line, trace,
+// scenario or an unreadable file.
+const exitUsage = 2
+
+var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"trace": runTrace,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "mqfault: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return cmd(args[1:], stdin, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: mqfault COMMAND [ARGS]
+
+commands:
+  trace [--mode v5|v4] FILE|-   replay a routing trace and print its decisions
+`)
+}

@@ -1,0 +1,267 @@
+package latency
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// Clock is where mqfault reads time and sets timers: the fault table's
+// isolation expiry, the detector's ticks and probe deadlines all go through
+// it, so a test or the simulator can run the real code in virtual time.
+// Implementations must be safe for concurrent use.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine (RealClock) or from the call
+	// that moves the clock past the deadline (ManualClock) once d has passed.
+	AfterFunc(d time.Duration, f func()) Timer
+	// NewTicker returns a ticker that delivers the time every d on its
+	// channel, dropping ticks a slow reader misses, like time.Ticker.
+	NewTicker(d time.Duration) Ticker
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether it did.
+	Stop() bool
+	// Reset makes the call happen d from now (again, if it already happened);
+	// it reports whether the timer was pending.
+	Reset(d time.Duration) bool
+}
+
+// Ticker delivers ticks until stopped.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// RealClock is the system clock.
+type RealClock struct{}
+
+var _ Clock = RealClock{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// NewTicker wraps time.NewTicker.
+func (RealClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+
+type realTicker struct{ t *time.Ticker }
+
+func (r realTicker) C() <-chan time.Time { return r.t.C }
+func (r realTicker) Stop()               { r.t.Stop() }
+
+// ManualClock is a clock that moves only when told to. Timers and tickers fire
+// synchronously, in deadline order, from the Advance or Set call that moves the
+// clock past them, with Now reading their deadline while they run; so whatever
+// a timer does is done when Advance returns. It is safe for concurrent use;
+// timer callbacks run without the clock's lock held and may use the clock.
+type ManualClock struct {
+	mu     sync.Mutex // guards every field below
+	now    time.Time
+	timers timerHeap
+	seq    uint64
+	moving bool // an Advance is firing timers; a nested Advance only moves now
+}
+
+var _ Clock = (*ManualClock)(nil)
+
+// NewManualClock returns a manual clock reading start.
+func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d (a negative d is treated as 0), firing
+// every timer that falls due on the way.
+func (c *ManualClock) Advance(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	c.mu.Lock()
+	target := c.now.Add(d)
+	c.mu.Unlock()
+	c.moveTo(target)
+}
+
+// Set moves the clock to t. Moving forward fires due timers as Advance does;
+// moving backward only changes what Now reads.
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	if t.Before(c.now) {
+		c.now = t
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.moveTo(t)
+}
+
+func (c *ManualClock) moveTo(target time.Time) {
+	c.mu.Lock()
+	if c.moving {
+		// A timer callback moved the clock: move it, and let the outer call
+		// fire what falls due.
+		if target.After(c.now) {
+			c.now = target
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.moving = true
+	for len(c.timers) > 0 && !c.timers[0].when.After(target) {
+		t := heap.Pop(&c.timers).(*manualTimer)
+		t.index = -1
+		if t.when.After(c.now) {
+			c.now = t.when
+		}
+		f := t.f
+		if t.period > 0 {
+			t.when = t.when.Add(t.period)
+			c.seq++
+			t.seq = c.seq
+			heap.Push(&c.timers, t)
+		}
+		c.mu.Unlock()
+		f()
+		c.mu.Lock()
+	}
+	if target.After(c.now) {
+		c.now = target
+	}
+	c.moving = false
+	c.mu.Unlock()
+}
+
+// Pending returns the number of timers and tickers waiting to fire.
+func (c *ManualClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// NextDeadline returns when the earliest pending timer fires.
+func (c *ManualClock) NextDeadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.timers) == 0 {
+		return time.Time{}, false
+	}
+	return c.timers[0].when, true
+}
+
+// AfterFunc schedules f to run when the clock reaches now+d. A d <= 0 fires on
+// the next Advance or Set (even Advance(0)), never inside AfterFunc itself.
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
+	t := &manualTimer{c: c, f: f, index: -1}
+	c.mu.Lock()
+	c.schedule(t, d)
+	c.mu.Unlock()
+	return t
+}
+
+// NewTicker returns a ticker firing every d of manual time; d must be > 0.
+func (c *ManualClock) NewTicker(d time.Duration) Ticker {
+	if d <= 0 {
+		d = 1 // time.NewTicker panics here; a manual clock just ticks each step
+	}
+	ch := make(chan time.Time, 1)
+	t := &manualTimer{c: c, period: d, index: -1, ch: ch}
+	t.f = func() {
+		select {
+		case ch <- c.nowLocked():
+		default: // a slow reader misses the tick, as with time.Ticker
+		}
+	}
+	c.mu.Lock()
+	c.schedule(t, d)
+	c.mu.Unlock()
+	return manualTicker{t}
+}
+
+type manualTicker struct{ t *manualTimer }
+
+func (m manualTicker) C() <-chan time.Time { return m.t.ch }
+func (m manualTicker) Stop()               { m.t.Stop() }
+
+// nowLocked reads now from inside a timer callback (the lock is not held there).
+func (c *ManualClock) nowLocked() time.Time { return c.Now() }
+
+// Caller must hold c.mu.
+func (c *ManualClock) schedule(t *manualTimer, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	t.when = c.now.Add(d)
+	c.seq++
+	t.seq = c.seq
+	heap.Push(&c.timers, t)
+}
+
+type manualTimer struct {
+	c      *ManualClock
+	f      func()
+	when   time.Time
+	seq    uint64
+	period time.Duration
+	index  int // position in the heap, -1 when not pending
+	ch     chan time.Time
+}
+
+func (t *manualTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.index < 0 {
+		return false
+	}
+	heap.Remove(&t.c.timers, t.index)
+	t.index = -1
+	return true
+}
+
+func (t *manualTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.index >= 0
+	if was {
+		heap.Remove(&t.c.timers, t.index)
+	}
+	t.c.schedule(t, d)
+	return was
+}
+
+type timerHeap []*manualTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].when.Equal(h[j].when) {
+		return h[i].when.Before(h[j].when)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*manualTimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}

@@ -1,0 +1,186 @@
+package latency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Detector runs the reference's detector rounds (detectByOneRound) over a
+// fault table: each item whose check stamp has passed gets a new stamp (now +
+// interval); a broker the resolver no longer knows is dropped; otherwise, if
+// there is a ServiceDetector, the broker's address is probed with a timeout and
+// a broker that answers becomes reachable. A failed or inconclusive probe
+// changes nothing, and isolation times are never touched.
+//
+// The reference probes one broker after another; a Detector probes up to
+// parallel at once (1 by default), taking each item in broker-name order as a
+// probe slot frees up, so with parallel 1 it is the reference's round.
+type Detector struct {
+	table    *FaultTable
+	resolver Resolver
+	service  ServiceDetector
+	clock    Clock
+	interval time.Duration
+	timeout  time.Duration
+	parallel int
+	obs      Observer
+	log      *slog.Logger
+
+	calls sync.WaitGroup // every Detect call, including ones a round stopped waiting for
+}
+
+// RoundReport counts what one round did.
+type RoundReport struct {
+	Due          int // items whose check stamp had passed
+	Removed      int // items dropped because the resolver no longer knew them
+	Probed       int // probes made
+	Reachable    int // probes that answered
+	Unreachable  int // probes that failed (including timeouts)
+	Inconclusive int // probes that told nothing (including cancelled ones)
+	TimedOut     int // probes that ran into their timeout (also in Unreachable)
+}
+
+type roundCounters struct {
+	due, removed, probed, reachable, unreachable, inconclusive, timedOut atomic.Int64
+}
+
+// Round runs one round and returns when every probe it started has concluded
+// (answered, failed, or run into its timeout). Cancelling ctx stops it from
+// starting probes and makes the running ones inconclusive.
+func (d *Detector) Round(ctx context.Context) RoundReport {
+	var c roundCounters
+	sem := make(chan struct{}, d.parallel)
+	var wg sync.WaitGroup
+loop:
+	for _, sl := range d.table.presentSlots() {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break loop
+		}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		now := d.clock.Now().UnixNano()
+		if !sl.present.Load() || now < sl.checkStamp.Load() {
+			<-sem
+			continue
+		}
+		c.due.Add(1)
+		sl.checkStamp.Store(now + int64(d.interval))
+		addr, ok := d.resolver.Resolve(sl.name)
+		if !ok {
+			d.table.removeSlot(sl)
+			c.removed.Add(1)
+			<-sem
+			continue
+		}
+		if d.service == nil {
+			<-sem
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			d.probe(ctx, sl, addr, &c)
+		}()
+	}
+	wg.Wait()
+	return RoundReport{
+		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
+		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
+		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
+	}
+}
+
+// probe asks the service detector about addr and applies the answer to sl. It
+// stops waiting when the probe's timeout passes on the clock; a Detect call
+// still running then is waited for by wait (Close), not by the round.
+func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCounters) {
+	c.probed.Add(1)
+	pctx, cancel := WithClockTimeout(ctx, d.clock, d.timeout)
+	defer cancel()
+	start := d.clock.Now()
+	res := make(chan error, 1)
+	d.calls.Add(1)
+	go func() {
+		defer d.calls.Done()
+		res <- d.detect(pctx, addr)
+	}()
+	var err error
+	timedOut := false
+	select {
+	case err = <-res:
+	case <-pctx.Done():
+		select {
+		case err = <-res: // it answered at the deadline: take the answer
+		default:
+			err = pctx.Err()
+			timedOut = errors.Is(err, context.DeadlineExceeded)
+		}
+	}
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = errors.Join(ErrProbeInconclusive, err) // the round was cancelled
+	}
+	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Now().Sub(start)}
+	switch {
+	case err == nil:
+		c.reachable.Add(1)
+		if sl.present.Load() && !sl.reachable.Swap(true) {
+			ev.BecameReachable = true
+		}
+	case errors.Is(err, ErrProbeInconclusive):
+		c.inconclusive.Add(1)
+	default:
+		c.unreachable.Add(1)
+		if timedOut {
+			c.timedOut.Add(1)
+		}
+	}
+	if d.obs != nil {
+		d.obs.OnProbe(ev)
+	}
+}
+
+// detect calls the service detector, turning a panic into an inconclusive
+// answer so a faulty detector cannot take the producer down.
+func (d *Detector) detect(ctx context.Context, addr string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("latency: service detector panicked", "addr", addr, "panic", r)
+			err = fmt.Errorf("%w: detector panicked: %v", ErrProbeInconclusive, r)
+		}
+	}()
+	return d.service.Detect(ctx, addr)
+}
+
+// wait blocks until every Detect call has returned.
+func (d *Detector) wait() { d.calls.Wait() }
+
+// removeSlot drops sl's broker if sl is still its slot.
+func (t *FaultTable) removeSlot(sl *slot) {
+	t.mu.Lock()
+	m := *t.slots.Load()
+	ok := m[sl.name] == sl
+	if ok {
+		nm := make(map[string]*slot, len(m))
+		for k, v := range m {
+			if k != sl.name {
+				nm[k] = v
+			}
+		}
+		t.slots.Store(&nm)
+		t.gen.Add(1)
+	}
+	t.mu.Unlock()
+	if ok {
+		sl.reset()
+	}
+}

@@ -1,0 +1,106 @@
+package latency
+
+import (
+	"slices"
+	"strconv"
+	"time"
+)
+
+// DurationTable decides how long a broker is isolated after a send that took
+// latency (the reference's latencyMax / notAvailableDuration pair). The strategy
+// asks it on every fault update, so Isolation must be fast, must not block and
+// must be safe for concurrent use. Zero means "not isolated".
+type DurationTable interface {
+	Isolation(latency time.Duration) time.Duration
+}
+
+// StepTable is the reference's duration table: thresholds in ascending order
+// and the isolation each one gives. The isolation for a latency is that of the
+// highest threshold not above it, or 0 below the first.
+//
+// A StepTable is immutable and safe for concurrent use.
+type StepTable struct {
+	latencyMax   []time.Duration
+	notAvailable []time.Duration
+}
+
+var _ DurationTable = (*StepTable)(nil)
+
+// NewStepTable builds a table from its two columns. Columns of unequal length,
+// thresholds not strictly ascending and negative values are errors (the
+// reference throws only when the threshold column is the longer one and
+// silently accepts thresholds out of order, which changes its answers).
+func NewStepTable(latencyMax, notAvailable []time.Duration) (*StepTable, error) {
+	if len(latencyMax) != len(notAvailable) {
+		return nil, &ConfigError{Field: "duration table", Value: strconv.Itoa(len(latencyMax)) + " thresholds, " + strconv.Itoa(len(notAvailable)) + " durations",
+			Reason: "the two columns must have the same length"}
+	}
+	for i, l := range latencyMax {
+		if l < 0 {
+			return nil, &ConfigError{Field: "latencyMax[" + strconv.Itoa(i) + "]", Value: l, Reason: "must not be negative"}
+		}
+		if i > 0 && l <= latencyMax[i-1] {
+			return nil, &ConfigError{Field: "latencyMax[" + strconv.Itoa(i) + "]", Value: l,
+				Reason: "thresholds must be strictly ascending (previous is " + latencyMax[i-1].String() + ")"}
+		}
+	}
+	for i, d := range notAvailable {
+		if d < 0 {
+			return nil, &ConfigError{Field: "notAvailableDuration[" + strconv.Itoa(i) + "]", Value: d, Reason: "must not be negative"}
+		}
+	}
+	return &StepTable{latencyMax: slices.Clone(latencyMax), notAvailable: slices.Clone(notAvailable)}, nil
+}
+
+// MustStepTable is NewStepTable for tables known to be valid at compile time;
+// it panics on an invalid table.
+func MustStepTable(latencyMax, notAvailable []time.Duration) *StepTable {
+	t, err := NewStepTable(latencyMax, notAvailable)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Isolation scans from the highest threshold down and returns the duration of
+// the first threshold <= latency, or 0.
+func (t *StepTable) Isolation(latency time.Duration) time.Duration {
+	for i := len(t.latencyMax) - 1; i >= 0; i-- {
+		if latency >= t.latencyMax[i] {
+			return t.notAvailable[i]
+		}
+	}
+	return 0
+}
+
+// Columns returns copies of the table's two columns.
+func (t *StepTable) Columns() (latencyMax, notAvailable []time.Duration) {
+	return slices.Clone(t.latencyMax), slices.Clone(t.notAvailable)
+}
+
+func ms(v ...int64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Millisecond
+	}
+	return out
+}
+
+// V5Durations returns RocketMQ 5.x's table: latency >= {50, 100, 550, 1800,
+// 3000, 5000, 15000} ms isolates for {0, 0, 2000, 5000, 6000, 10000, 30000} ms.
+func V5Durations() *StepTable {
+	return &StepTable{latencyMax: ms(50, 100, 550, 1800, 3000, 5000, 15000), notAvailable: ms(0, 0, 2000, 5000, 6000, 10000, 30000)}
+}
+
+// V4Durations returns RocketMQ 4.x's table: latency >= {50, 100, 550, 1000,
+// 2000, 3000, 15000} ms isolates for {0, 0, 30000, 60000, 120000, 180000,
+// 600000} ms.
+func V4Durations() *StepTable {
+	return &StepTable{latencyMax: ms(50, 100, 550, 1000, 2000, 3000, 15000), notAvailable: ms(0, 0, 30000, 60000, 120000, 180000, 600000)}
+}
+
+// DurationTableFunc adapts a function to a DurationTable.
+type DurationTableFunc func(latency time.Duration) time.Duration
+
+// Isolation calls f(latency).
+func (f DurationTableFunc) Isolation(latency time.Duration) time.Duration { return f(latency) }

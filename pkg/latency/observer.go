@@ -1,0 +1,60 @@
+package latency
+
+import "time"
+
+// Observer is told what the fault table and the detector do: isolations,
+// recoveries and probe results. Methods are called synchronously from Update,
+// from expiry timers and from detector goroutines, never from Select; they
+// must be safe for concurrent use and must not block.
+type Observer interface {
+	OnIsolate(ev IsolationEvent)
+	OnRecover(ev RecoveryEvent)
+	OnProbe(ev ProbeEvent)
+}
+
+// Reason says why a broker was isolated.
+type Reason string
+
+const (
+	// ReasonLatency: a send was slow enough for the duration table.
+	ReasonLatency Reason = "latency"
+	// ReasonFailure: a send failed (the reference's isolation=true).
+	ReasonFailure Reason = "failure"
+	// ReasonExplicit: the fault table was updated directly with a duration.
+	ReasonExplicit Reason = "explicit"
+)
+
+// IsolationEvent reports that a broker's isolation began or was extended.
+type IsolationEvent struct {
+	Broker    string
+	Reason    Reason
+	Latency   time.Duration // the latency the update carried
+	Duration  time.Duration // the isolation the duration table gave
+	Until     time.Time     // when the broker becomes available again
+	Reachable bool
+}
+
+// RecoveryEvent reports that a broker's isolation ended.
+type RecoveryEvent struct {
+	Broker string
+	At     time.Time
+}
+
+// ProbeEvent reports one detector probe.
+type ProbeEvent struct {
+	Broker string
+	Addr   string
+	// Err is nil when the broker answered, wraps ErrProbeInconclusive when
+	// the probe told nothing, and is any other error when it failed.
+	Err     error
+	Elapsed time.Duration
+	// BecameReachable is true when the probe turned the broker reachable.
+	BecameReachable bool
+}
+
+// NopObserver ignores everything; embed it to implement only some methods.
+type NopObserver struct{}
+
+func (NopObserver) OnIsolate(IsolationEvent) {}
+func (NopObserver) OnRecover(RecoveryEvent)  {}
+func (NopObserver) OnProbe(ProbeEvent)       {}

@@ -1,0 +1,296 @@
+package latency
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// Strategy is the reference's MQFaultStrategy: it picks a queue for each send
+// attempt through a cascade of filters over a publish info, and records each
+// attempt's latency and failure in its fault table. With a Resolver it also
+// runs the detector, which probes isolated brokers in the background.
+//
+// Select and Update are safe for concurrent use, never block, never allocate
+// (with the built-in fault table) and take no lock held across a call out; a
+// detector or plugin never runs on them. Start and Close manage the detector
+// loop, the only goroutine a Strategy owns.
+type Strategy struct {
+	mode             Mode
+	isolationLatency time.Duration
+	filters          []route.QueueFilter
+	owner            uint64 // this strategy's memo key on publish infos
+
+	faultOn    atomic.Bool
+	detectorOn atomic.Bool
+	durations  atomic.Pointer[durationsBox]
+
+	ft    FaultTolerance
+	table *FaultTable // the same as ft when it is the built-in table, else nil
+
+	clock    Clock
+	log      *slog.Logger
+	obs      Observer
+	detector *Detector // nil without a resolver or the built-in table
+	period   time.Duration
+
+	mu       sync.Mutex // guards started, closed and loopDone
+	started  bool
+	closed   bool
+	loopDone chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+type durationsBox struct{ t DurationTable }
+
+// Option supplies a collaborator of the Strategy.
+type Option func(*options)
+
+type options struct {
+	clock    Clock
+	resolver Resolver
+	service  ServiceDetector
+	ft       FaultTolerance
+	obs      Observer
+	log      *slog.Logger
+	random   route.RandomSource
+}
+
+// WithClock sets the clock (default RealClock).
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithResolver sets the resolver the detector asks for broker addresses.
+// Without one the strategy has no detector.
+func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
+
+// WithServiceDetector sets what probes an address. Without one, detector
+// rounds still drop brokers the resolver no longer knows, and probe nothing.
+func WithServiceDetector(d ServiceDetector) Option { return func(o *options) { o.service = d } }
+
+// WithFaultTolerance replaces the built-in fault table. Another
+// implementation is asked once per broker of the route on every Select
+// (IsReachable only when the cascade gets that far), and gets no detector.
+func WithFaultTolerance(ft FaultTolerance) Option { return func(o *options) { o.ft = ft } }
+
+// WithObserver sets who is told of isolations, recoveries and probes.
+func WithObserver(obs Observer) Option { return func(o *options) { o.obs = obs } }
+
+// WithLogger sets the logger for what goes wrong in the background (a
+// panicking detector); default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRandom sets the random source of the fault table's least-bad round
+// robin (default route.DefaultRandom).
+func WithRandom(r route.RandomSource) Option { return func(o *options) { o.random = r } }
+
+// NewStrategy validates cfg and builds a strategy. It starts no goroutine:
+// call Start to run the detector loop, and Close when done.
+func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = RealClock{}
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	mode := cfg.Mode.orDefault()
+	if cfg.Detector && o.resolver == nil && o.ft == nil {
+		return nil, &ConfigError{Field: "Detector", Value: true, Reason: "the detector needs a Resolver (WithResolver)"}
+	}
+	s := &Strategy{
+		mode:    mode,
+		filters: append([]route.QueueFilter(nil), cfg.Filters...),
+		owner:   route.NewMemoOwner(),
+		clock:   o.clock,
+		log:     o.log,
+		obs:     o.obs,
+		period:  cfg.DetectPeriod,
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.isolationLatency = 10000 * time.Millisecond
+	if mode == ModeV4 {
+		s.isolationLatency = 30000 * time.Millisecond
+	}
+	durations := cfg.Durations
+	if durations == nil {
+		durations = V5Durations()
+		if mode == ModeV4 {
+			durations = V4Durations()
+		}
+	}
+	s.durations.Store(&durationsBox{durations})
+	s.faultOn.Store(cfg.FaultTolerance)
+	s.detectorOn.Store(cfg.Detector)
+
+	if o.ft != nil {
+		s.ft = o.ft
+		if t, ok := o.ft.(*FaultTable); ok {
+			s.table = t
+		}
+	} else {
+		s.table = NewFaultTable(mode, o.clock)
+		if o.random != nil {
+			s.table.worst = route.NewIndex(o.random)
+		}
+		s.ft = s.table
+	}
+	if s.table != nil && s.table.obs == nil {
+		s.table.obs = o.obs
+	}
+	if s.table != nil && o.resolver != nil && mode == ModeV5 {
+		s.detector = &Detector{
+			table:    s.table,
+			resolver: o.resolver,
+			service:  o.service,
+			clock:    o.clock,
+			interval: cfg.DetectInterval,
+			timeout:  cfg.DetectTimeout,
+			parallel: cfg.DetectParallel,
+			obs:      o.obs,
+			log:      o.log,
+		}
+	}
+	return s, nil
+}
+
+// Mode returns the strategy's mode.
+func (s *Strategy) Mode() Mode { return s.mode }
+
+// FaultTolerance returns the fault table the strategy uses.
+func (s *Strategy) FaultTolerance() FaultTolerance { return s.ft }
+
+// Table returns the built-in fault table, or nil when WithFaultTolerance
+// replaced it.
+func (s *Strategy) Table() *FaultTable { return s.table }
+
+// SetFaultTolerance turns latency fault tolerance on or off; safe to call at
+// any time.
+func (s *Strategy) SetFaultTolerance(on bool) { s.faultOn.Store(on) }
+
+// FaultToleranceEnabled reports whether fault tolerance is on.
+func (s *Strategy) FaultToleranceEnabled() bool { return s.faultOn.Load() }
+
+// SetDetector turns the detector switch on or off (v5; in v4 it does
+// nothing): it gates the background rounds and how a transport error updates
+// the fault table. Safe to call at any time.
+func (s *Strategy) SetDetector(on bool) {
+	if s.mode == ModeV5 {
+		s.detectorOn.Store(on)
+	}
+}
+
+// DetectorEnabled reports the detector switch.
+func (s *Strategy) DetectorEnabled() bool { return s.detectorOn.Load() }
+
+// SetDurations replaces the duration table; safe to call at any time.
+func (s *Strategy) SetDurations(t DurationTable) {
+	if t != nil {
+		s.durations.Store(&durationsBox{t})
+	}
+}
+
+// Durations returns the duration table in use.
+func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
+
+// IsolationLatency is the latency a failed send is charged in the duration
+// table: 10 s in v5, 30 s in v4.
+func (s *Strategy) IsolationLatency() time.Duration { return s.isolationLatency }
+
+// Update records the outcome of a send to broker that took latency (the
+// reference's updateFaultItem). It does nothing while fault tolerance is off.
+// Otherwise the broker is isolated for Durations().Isolation(latency), or for
+// the isolation latency's duration when isolation is true; v5 keeps
+// reachable, v4 ignores it. Safe for concurrent use; allocates nothing for a
+// known broker.
+func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
+	if !s.faultOn.Load() {
+		return
+	}
+	lookup, reason := latency, ReasonLatency
+	if isolation {
+		lookup, reason = s.isolationLatency, ReasonFailure
+	}
+	d := s.durations.Load().t.Isolation(lookup)
+	if s.table != nil {
+		s.table.update(broker, latency, d, reachable, reason)
+		return
+	}
+	s.ft.Update(broker, latency, d, reachable)
+}
+
+// DetectRound runs one detector round now, whatever the detector switch says
+// (the switch gates the background ticks). It returns ErrNoDetector when the
+// strategy has none. ctx cancels the round; probes already running count as
+// inconclusive.
+func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
+	if s.detector == nil {
+		return RoundReport{}, ErrNoDetector
+	}
+	return s.detector.Round(ctx), nil
+}
+
+// Start starts the detector loop: every DetectPeriod on the clock, while the
+// detector switch is on, one round. Without a detector it does nothing.
+// Starting twice is harmless; starting after Close returns ErrClosed.
+func (s *Strategy) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.started || s.detector == nil {
+		s.started = true
+		return nil
+	}
+	s.started = true
+	ticker := s.clock.NewTicker(s.period)
+	s.loopDone = make(chan struct{})
+	go func() {
+		defer close(s.loopDone)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-ticker.C():
+				if s.detectorOn.Load() {
+					s.detector.Round(s.ctx)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Close stops the detector loop, cancels a round in progress and waits for the
+// loop and for every probe to return. Select, Update and DetectRound keep
+// working after Close; only the background loop is gone. Close is idempotent.
+func (s *Strategy) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	done := s.loopDone
+	s.mu.Unlock()
+	s.cancel()
+	if done != nil {
+		<-done
+	}
+	if s.detector != nil {
+		s.detector.wait()
+	}
+	return nil
+}

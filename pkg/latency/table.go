@@ -1,0 +1,426 @@
+package latency
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// FaultTolerance is the fault table the strategy reads and updates (the
+// reference's LatencyFaultTolerance): per broker, the last latency, until when
+// it is isolated, and whether it is reachable. Unknown brokers are available
+// and reachable. Implementations must be safe for concurrent use and must not
+// block; IsAvailable and IsReachable may be called on the pick path.
+//
+// *FaultTable is the built-in implementation, and the only one the strategy's
+// allocation-free pick path and the detector work with; any other
+// implementation is asked once per broker of the route on every Select.
+type FaultTolerance interface {
+	// Update records a send to broker that took latency: the item's latency
+	// becomes latency, its reachability reachable (v4 has none), and a
+	// positive isolation isolates it for that long from now (v5: only ever
+	// extending an isolation; v4: overwriting it, so a zero ends it).
+	Update(broker string, latency, isolation time.Duration, reachable bool)
+	// IsAvailable reports whether broker is not isolated.
+	IsAvailable(broker string) bool
+	// IsReachable reports whether broker is reachable.
+	IsReachable(broker string) bool
+	// Remove drops broker's item.
+	Remove(broker string)
+	// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): items
+	// sorted available first, then lower latency, then earlier isolation end,
+	// then name; with one item that one, else one of the better half in
+	// round robin. ok is false when there are no items.
+	PickLeastBad() (broker string, ok bool)
+	// Items returns a snapshot of every item, sorted by broker name.
+	Items() []FaultItem
+}
+
+// FaultItem is a snapshot of one broker's fault state.
+type FaultItem struct {
+	Broker        string
+	Latency       time.Duration
+	IsolatedUntil time.Time // the Unix epoch when never isolated
+	Available     bool
+	Reachable     bool
+	CheckStamp    time.Time // next time the detector may probe it (epoch: now)
+}
+
+// FaultTable is the built-in FaultTolerance. Each broker has a slot whose
+// fields are atomics updated in place, so Update allocates nothing for a
+// known broker, and picks read a slot with single atomic loads. Isolation ends
+// through a timer on the Clock that clears the slot's isolated flag, so a pick
+// never reads the clock and expiry never waits for an Update: exact on a
+// ManualClock, within timer precision on the real one.
+//
+// All methods are safe for concurrent use; none blocks on I/O.
+type FaultTable struct {
+	clock Clock
+	mode  Mode
+	obs   Observer // set before use by the strategy; nil means none
+
+	mu    sync.Mutex                      // serializes changes to the slot map
+	slots atomic.Pointer[map[string]*slot] // copy on write
+	gen   atomic.Uint64                   // bumped whenever a slot leaves the map
+	worst *route.Index
+}
+
+var _ FaultTolerance = (*FaultTable)(nil)
+
+// NewFaultTable returns an empty table with mode's update rules (ModeV5
+// extends isolations and keeps reachability; ModeV4 overwrites isolations).
+// A nil clock is RealClock.
+func NewFaultTable(mode Mode, clock Clock) *FaultTable {
+	if clock == nil {
+		clock = RealClock{}
+	}
+	t := &FaultTable{clock: clock, mode: mode.orDefault(), worst: route.NewIndex(nil)}
+	m := map[string]*slot{}
+	t.slots.Store(&m)
+	return t
+}
+
+// slot is one broker's fault state. The first three fields are what picks read.
+type slot struct {
+	isolated  atomic.Bool // now < until, maintained by Update and the expiry timer
+	reachable atomic.Bool // true while absent
+	present   atomic.Bool // the broker has an item (Update made one, Remove dropped it)
+
+	name       string
+	latency    atomic.Int64 // nanoseconds
+	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
+	checkStamp atomic.Int64 // Unix nanoseconds
+
+	table *FaultTable
+	mu    sync.Mutex // serializes isolation changes with the expiry timer
+	timer Timer      // guarded by mu; created on the first isolation
+}
+
+func newSlot(t *FaultTable, name string) *slot {
+	s := &slot{name: name, table: t}
+	s.reachable.Store(true)
+	return s
+}
+
+func (t *FaultTable) lookup(name string) *slot { return (*t.slots.Load())[name] }
+
+// slotFor returns broker's slot, creating an absent one if needed.
+func (t *FaultTable) slotFor(name string) *slot {
+	if s := t.lookup(name); s != nil {
+		return s
+	}
+	return t.slotsFor([]string{name})[0]
+}
+
+// slotsFor returns the slots of names, creating absent ones with one copy of
+// the map.
+func (t *FaultTable) slotsFor(names []string) []*slot {
+	out := make([]*slot, len(names))
+	m := *t.slots.Load()
+	missing := false
+	for i, n := range names {
+		if out[i] = m[n]; out[i] == nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return out
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m = *t.slots.Load()
+	var nm map[string]*slot
+	for i, n := range names {
+		if s := m[n]; s != nil {
+			out[i] = s
+			continue
+		}
+		if nm == nil {
+			nm = maps.Clone(m)
+		}
+		if s := nm[n]; s != nil { // a duplicate name in names
+			out[i] = s
+			continue
+		}
+		out[i] = newSlot(t, n)
+		nm[n] = out[i]
+	}
+	if nm != nil {
+		t.slots.Store(&nm)
+	}
+	return out
+}
+
+func (t *FaultTable) now() int64 { return t.clock.Now().UnixNano() }
+
+// Update implements FaultTolerance. It allocates nothing for a broker the
+// table already knows.
+func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
+	t.update(broker, latency, isolation, reachable, ReasonExplicit)
+}
+
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason) {
+	s := t.slotFor(broker)
+	s.latency.Store(int64(latency))
+	var until int64
+	isolated := false
+	if t.mode == ModeV4 {
+		now := t.now()
+		until = now + int64(isolation)
+		isolated = s.overwrite(until, now)
+		reachable = true
+	} else if isolation > 0 {
+		now := t.now()
+		until = now + int64(isolation)
+		isolated = s.extend(until, now)
+	}
+	s.reachable.Store(reachable)
+	s.present.Store(true)
+	if isolated && t.obs != nil {
+		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
+			Until: time.Unix(0, until), Reachable: reachable})
+	}
+}
+
+// extend isolates s until until if that is later than its current end (v5).
+func (s *slot) extend(until, now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until <= s.until.Load() {
+		return false
+	}
+	s.until.Store(until)
+	s.isolated.Store(true)
+	s.arm(time.Duration(until - now))
+	return true
+}
+
+// overwrite sets s's isolation end to until whatever it was (v4).
+func (s *slot) overwrite(until, now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.until.Store(until)
+	if until > now {
+		s.isolated.Store(true)
+		s.arm(time.Duration(until - now))
+		return true
+	}
+	s.isolated.Store(false)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	return false
+}
+
+// arm schedules the expiry check. Caller must hold s.mu.
+func (s *slot) arm(d time.Duration) {
+	if s.timer == nil {
+		s.timer = s.table.clock.AfterFunc(d, s.expire)
+		return
+	}
+	s.timer.Reset(d)
+}
+
+// expire runs when an isolation may have ended: it clears the isolated flag,
+// or re-arms if the isolation was extended meanwhile.
+func (s *slot) expire() {
+	s.mu.Lock()
+	now := s.table.now()
+	recovered := false
+	if u := s.until.Load(); now >= u {
+		recovered = s.isolated.Swap(false)
+	} else if s.isolated.Load() {
+		s.arm(time.Duration(u - now))
+	}
+	s.mu.Unlock()
+	if recovered && s.present.Load() && s.table.obs != nil {
+		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: time.Unix(0, now)})
+	}
+}
+
+// reset makes s absent: available, reachable, never isolated.
+func (s *slot) reset() {
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.isolated.Store(false)
+	s.until.Store(0)
+	s.mu.Unlock()
+	s.present.Store(false)
+	s.reachable.Store(true)
+	s.latency.Store(0)
+	s.checkStamp.Store(0)
+}
+
+// IsAvailable implements FaultTolerance.
+func (t *FaultTable) IsAvailable(broker string) bool {
+	s := t.lookup(broker)
+	return s == nil || !s.isolated.Load()
+}
+
+// IsReachable implements FaultTolerance.
+func (t *FaultTable) IsReachable(broker string) bool {
+	s := t.lookup(broker)
+	return s == nil || s.reachable.Load()
+}
+
+// SetReachable marks a broker that has an item reachable or not; it reports
+// whether the broker has an item.
+func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
+	s := t.lookup(broker)
+	if s == nil || !s.present.Load() {
+		return false
+	}
+	s.reachable.Store(reachable)
+	return true
+}
+
+// Remove implements FaultTolerance.
+func (t *FaultTable) Remove(broker string) {
+	t.mu.Lock()
+	m := *t.slots.Load()
+	s, ok := m[broker]
+	if ok {
+		nm := maps.Clone(m)
+		delete(nm, broker)
+		t.slots.Store(&nm)
+		t.gen.Add(1)
+	}
+	t.mu.Unlock()
+	if ok {
+		s.reset()
+	}
+}
+
+// Retain drops every broker for which keep returns false, items and the
+// table's bookkeeping for brokers without items alike, and returns the names
+// of the dropped brokers that had items, sorted.
+func (t *FaultTable) Retain(keep func(broker string) bool) []string {
+	t.mu.Lock()
+	m := *t.slots.Load()
+	var gone []*slot
+	nm := make(map[string]*slot, len(m))
+	for n, s := range m {
+		if keep(n) {
+			nm[n] = s
+		} else {
+			gone = append(gone, s)
+		}
+	}
+	if len(gone) > 0 {
+		t.slots.Store(&nm)
+		t.gen.Add(1)
+	}
+	t.mu.Unlock()
+	var names []string
+	for _, s := range gone {
+		if s.present.Load() {
+			names = append(names, s.name)
+		}
+		s.reset()
+	}
+	slices.Sort(names)
+	return names
+}
+
+// presentSlots returns the slots that have items, sorted by name.
+func (t *FaultTable) presentSlots() []*slot {
+	m := *t.slots.Load()
+	out := make([]*slot, 0, len(m))
+	for _, s := range m {
+		if s.present.Load() {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *slot) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func (s *slot) item() FaultItem {
+	return FaultItem{
+		Broker:        s.name,
+		Latency:       time.Duration(s.latency.Load()),
+		IsolatedUntil: time.Unix(0, s.until.Load()),
+		Available:     !s.isolated.Load(),
+		Reachable:     s.reachable.Load(),
+		CheckStamp:    time.Unix(0, s.checkStamp.Load()),
+	}
+}
+
+// Items implements FaultTolerance.
+func (t *FaultTable) Items() []FaultItem {
+	slots := t.presentSlots()
+	out := make([]FaultItem, len(slots))
+	for i, s := range slots {
+		out[i] = s.item()
+	}
+	return out
+}
+
+// Item returns broker's item, if it has one.
+func (t *FaultTable) Item(broker string) (FaultItem, bool) {
+	s := t.lookup(broker)
+	if s == nil || !s.present.Load() {
+		return FaultItem{}, false
+	}
+	return s.item(), true
+}
+
+// PickLeastBad implements FaultTolerance (4.x pickOneAtLeast). The round robin
+// over the better half steps WorstIndex.
+func (t *FaultTable) PickLeastBad() (string, bool) {
+	items := t.Items()
+	switch len(items) {
+	case 0:
+		return "", false
+	case 1:
+		return items[0].Broker, true
+	}
+	slices.SortFunc(items, compareLeastBad)
+	half := len(items) / 2
+	return items[int(t.worst.Next())%half].Broker, true
+}
+
+func compareLeastBad(a, b FaultItem) int {
+	if a.Available != b.Available {
+		if a.Available {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(a.Latency, b.Latency); c != 0 {
+		return c
+	}
+	if c := a.IsolatedUntil.Compare(b.IsolatedUntil); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Broker, b.Broker)
+}
+
+// WorstIndex returns the index PickLeastBad steps (the reference's
+// whichItemWorst).
+func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
+
+// Resync re-derives every isolated flag from the clock. Only a clock that
+// moved backwards (a ManualClock's Set) needs it: moving forward, expiry
+// timers keep the flags exact.
+func (t *FaultTable) Resync() {
+	now := t.now()
+	for _, s := range t.presentSlots() {
+		s.mu.Lock()
+		if u := s.until.Load(); now < u {
+			s.isolated.Store(true)
+			s.arm(time.Duration(u - now))
+		} else {
+			s.isolated.Store(false)
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,209 @@
+package route
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxQueuesPerBroker bounds the queues one broker entry may contribute; route
+// data asking for more is refused rather than allocated.
+const MaxQueuesPerBroker = 1 << 16
+
+// NewPublishInfo converts route data to a publish info the way the reference
+// does (Java MQClientInstance.topicRouteData2TopicPublishInfo):
+//
+//   - ordered topics (a non-empty OrderTopicConf such as "brokerA:4;brokerB:4"):
+//     the queues in the order written, with no permission or master check;
+//   - static topics (OrderTopicConf nil and a non-empty queue mapping): for
+//     each scope, logical queues 0..total-1 on broker "__syslo__"+scope, sorted
+//     by queue id (ties, which the reference leaves to hash order, by broker
+//     name); a mapping without a scope yields no queues;
+//   - normal topics: queue data sorted by broker name; a broker contributes its
+//     WriteQueueNums queues only if its perm is writable and its broker data
+//     has a master address.
+//
+// Data the reference would fail on (a malformed OrderTopicConf) or that can
+// only be garbage (negative or huge queue counts, empty broker names, nil
+// data) is an error matching ErrInvalidRoute that names the field and value.
+func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*PublishInfo, error) {
+	if data == nil {
+		return nil, &Error{Topic: topic, Field: "route data", Reason: "is nil"}
+	}
+	sorted := slices.Clone(data.QueueDatas)
+	slices.SortStableFunc(sorted, func(a, b QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+	for i, qd := range sorted {
+		if qd.BrokerName == "" {
+			return nil, &Error{Topic: topic, Field: "queueDatas[" + itoa(i) + "].brokerName", Reason: "is empty"}
+		}
+		if qd.WriteQueueNums < 0 || qd.WriteQueueNums > MaxQueuesPerBroker {
+			return nil, &Error{Topic: topic, Field: "queueDatas[" + qd.BrokerName + "].writeQueueNums", Value: itoa(qd.WriteQueueNums),
+				Reason: "must be between 0 and " + itoa(MaxQueuesPerBroker)}
+		}
+	}
+	writeNums := make(map[string]int)
+	for _, qd := range sorted {
+		if _, seen := writeNums[qd.BrokerName]; !seen && Writable(qd.Perm) {
+			writeNums[qd.BrokerName] = qd.WriteQueueNums
+		}
+	}
+
+	switch {
+	case data.OrderTopicConf != nil && *data.OrderTopicConf != "":
+		queues, err := parseOrderConf(topic, *data.OrderTopicConf)
+		if err != nil {
+			return nil, err
+		}
+		return newPublishInfo(topic, queues, true, writeNums, opts), nil
+	case data.OrderTopicConf == nil && len(data.TopicQueueMappingByBroker) > 0:
+		queues, err := staticQueues(topic, data.TopicQueueMappingByBroker)
+		if err != nil {
+			return nil, err
+		}
+		return newPublishInfo(topic, queues, false, writeNums, opts), nil
+	}
+
+	var queues []MessageQueue
+	for _, qd := range sorted {
+		if !Writable(qd.Perm) {
+			continue
+		}
+		bd, ok := findBroker(data.BrokerDatas, qd.BrokerName)
+		if !ok {
+			continue // the reference skips queue data whose broker it does not know yet
+		}
+		if _, ok := bd.MasterAddr(); !ok {
+			continue
+		}
+		for i := range qd.WriteQueueNums {
+			queues = append(queues, MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: i})
+		}
+	}
+	return newPublishInfo(topic, queues, false, writeNums, opts), nil
+}
+
+func findBroker(bds []BrokerData, name string) (BrokerData, bool) {
+	for _, bd := range bds {
+		if bd.BrokerName == name {
+			return bd, true
+		}
+	}
+	return BrokerData{}, false
+}
+
+// parseOrderConf reads "brokerA:4;brokerB:4" as the reference does: entries
+// split on ';' and fields on ':' (trailing empty pieces dropped, as Java's
+// String.split drops them), the count is the second field, parsed as a Java int.
+func parseOrderConf(topic, conf string) ([]MessageQueue, error) {
+	bad := func(entry, reason string) error {
+		return &Error{Topic: topic, Field: "orderTopicConf", Value: conf, Reason: "entry " + strconv.Quote(entry) + " " + reason}
+	}
+	var queues []MessageQueue
+	for _, entry := range javaSplit(conf, ";") {
+		item := javaSplit(entry, ":")
+		if len(item) < 2 {
+			return nil, bad(entry, "is not broker:count")
+		}
+		if item[0] == "" {
+			return nil, bad(entry, "has an empty broker name")
+		}
+		nums, err := parseJavaInt(item[1])
+		if err != nil {
+			return nil, bad(entry, "has a count that is not a number")
+		}
+		if nums < 0 || nums > MaxQueuesPerBroker {
+			return nil, bad(entry, "has a count outside 0.."+itoa(MaxQueuesPerBroker))
+		}
+		for i := range int(nums) {
+			queues = append(queues, MessageQueue{Topic: topic, BrokerName: item[0], QueueID: i})
+		}
+		if len(queues) > 16*MaxQueuesPerBroker {
+			return nil, bad(entry, "brings the topic over "+itoa(16*MaxQueuesPerBroker)+" queues")
+		}
+	}
+	return queues, nil
+}
+
+// javaSplit splits s on sep and drops trailing empty strings, as Java's
+// String.split(regex) does for a literal separator. An empty s yields [""].
+func javaSplit(s, sep string) []string {
+	parts := strings.Split(s, sep)
+	for len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) == 1 && parts[0] == "" && s != "" {
+		return nil // s was only separators: Java yields an empty array
+	}
+	return parts
+}
+
+// parseJavaInt parses a decimal int32 as Java's Integer.parseInt does: an
+// optional sign, then ASCII digits.
+func parseJavaInt(s string) (int32, error) {
+	if s == "" || s == "+" || s == "-" {
+		return 0, strconv.ErrSyntax
+	}
+	for i, c := range s {
+		if (c == '+' || c == '-') && i == 0 {
+			continue
+		}
+		if c < '0' || c > '9' {
+			return 0, strconv.ErrSyntax
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, strconv.ErrRange
+	}
+	return int32(v), nil
+}
+
+// MockBrokerName is the broker name the reference gives a static topic's
+// logical queues in scope (TopicQueueMappingUtils.getMockBrokerName).
+func MockBrokerName(scope string) string {
+	if scope == GlobalScope {
+		return LogicalQueueBrokerPrefix + scope[2:]
+	}
+	return LogicalQueueBrokerPrefix + scope
+}
+
+// staticQueues lists a static topic's logical queues as the reference does
+// (ClientMetadata.topicRouteData2EndpointsForStaticTopic): per scope, queue ids
+// 0..max-1 where max is the largest TotalQueues among that scope's mappings
+// whose epoch is at least -1 (the reference compares against a running
+// maximum epoch it never raises from -1).
+func staticQueues(topic string, mappings map[string]TopicQueueMappingInfo) ([]MessageQueue, error) {
+	totals := make(map[string]int)
+	for broker, info := range mappings {
+		if info.Scope == nil {
+			continue
+		}
+		if info.TotalQueues > MaxQueuesPerBroker {
+			return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker[" + broker + "].totalQueues",
+				Value: itoa(info.TotalQueues), Reason: "is over " + itoa(MaxQueuesPerBroker)}
+		}
+		scope := *info.Scope
+		if _, ok := totals[scope]; !ok {
+			totals[scope] = 0
+		}
+		if info.Epoch >= -1 && info.TotalQueues > totals[scope] {
+			totals[scope] = info.TotalQueues
+		}
+	}
+	var queues []MessageQueue
+	for scope, total := range totals {
+		name := MockBrokerName(scope)
+		for i := range total {
+			queues = append(queues, MessageQueue{Topic: topic, BrokerName: name, QueueID: i})
+		}
+	}
+	slices.SortFunc(queues, func(a, b MessageQueue) int {
+		if c := cmp.Compare(a.QueueID, b.QueueID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.BrokerName, b.BrokerName)
+	})
+	return queues, nil
+}

@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the code generators this module runs with `go run`, so a
+// fresh machine needs no manual install: go.mod records their versions.
+package tools
+
+import (
+	_ "github.com/google/wire/cmd/wire"
+	_ "go.uber.org/mock/mockgen"
+)
