@@ -553,8 +553,15 @@ func (m *machine) opSelect(a []string) error {
 		label += " reset"
 	}
 	pick, ok := m.strat.Select(m.info, latency.PickInfo{LastBroker: brokerArg(a[0]), ResetIndex: reset})
-	m.printf("select %s -> %s", label, queueOrNull(pick.Queue, ok))
+	m.printf("select %s -> %s", label, queueRefOrNull(pick.Queue, ok))
 	return nil
+}
+
+func queueRefOrNull(q *route.MessageQueue, ok bool) string {
+	if !ok {
+		return "null"
+	}
+	return q.String()
 }
 
 func queueOrNull(q route.MessageQueue, ok bool) string {

@@ -1,6 +1,8 @@
 package latency
 
 import (
+	"sync/atomic"
+
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -16,7 +18,10 @@ type PickInfo struct {
 
 // Pick is the result of a pick.
 type Pick struct {
-	Queue route.MessageQueue
+	// Queue is the picked queue. It points into the publish info's queue
+	// list (or, for v4's least-bad pick, a queue the strategy keeps), so a
+	// pick copies nothing; it must not be modified.
+	Queue *route.MessageQueue
 	// Stage is the cascade stage that answered.
 	Stage Stage
 }
@@ -94,6 +99,36 @@ type binding struct {
 	// per-binding shadows refreshed from it at each Select.
 	shadow  []*slot // per broker of the publish info
 	brokers []string
+
+	// v4's least-bad pick answers queues that may not be in the route's
+	// list; they are made once per broker and kept here (copy on write).
+	leastBad atomic.Pointer[map[string][]route.MessageQueue]
+}
+
+// leastBadQueue returns queue id of broker (of nums write queues), made once.
+func (b *binding) leastBadQueue(topic, broker string, nums, id int) *route.MessageQueue {
+	for {
+		old := b.leastBad.Load()
+		if old != nil {
+			if qs := (*old)[broker]; len(qs) == nums {
+				return &qs[id]
+			}
+		}
+		qs := make([]route.MessageQueue, nums)
+		for i := range qs {
+			qs[i] = route.MessageQueue{Topic: topic, BrokerName: broker, QueueID: i}
+		}
+		m := make(map[string][]route.MessageQueue)
+		if old != nil {
+			for k, v := range *old {
+				m[k] = v
+			}
+		}
+		m[broker] = qs
+		if b.leastBad.CompareAndSwap(old, &m) {
+			return &qs[id]
+		}
+	}
 }
 
 type entry struct {
@@ -104,14 +139,18 @@ type entry struct {
 // bind returns the binding for info, building it if the memo is missing or
 // stale (the table dropped a slot since).
 func (s *Strategy) bind(info *route.PublishInfo) *binding {
-	var gen uint64
-	if s.table != nil {
-		gen = s.table.gen.Load()
-	}
-	if b, ok := info.Memo(s.owner).(*binding); ok && b.gen == gen {
+	if b, ok := info.Memo(s.owner).(*binding); ok && b.gen == s.gen() {
 		return b
 	}
-	return s.rebind(info, gen)
+	return s.rebind(info, s.gen())
+}
+
+// gen is the fault table's generation (0 with a custom FaultTolerance).
+func (s *Strategy) gen() uint64 {
+	if s.table != nil {
+		return s.table.gen.Load()
+	}
+	return 0
 }
 
 func (s *Strategy) rebind(info *route.PublishInfo, gen uint64) *binding {
@@ -162,6 +201,14 @@ type cursor struct {
 }
 
 func newCursor(idx *route.Index, n int) cursor { return cursor{idx: idx, n: n} }
+
+// first makes the first probe and returns its position.
+func (c *cursor) first() int {
+	c.v = c.idx.Add(1)
+	c.pos = route.Position(c.v, c.n)
+	c.moved = 1
+	return c.pos
+}
 
 // next moves to the next probe and returns its position.
 func (c *cursor) next() int {
@@ -234,11 +281,35 @@ func lastBrokerIndex(info *route.PublishInfo, last string) int32 {
 // blocks and allocates nothing (the first pick on a new publish info builds
 // the strategy's per-route memo).
 func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
+	// The common case, kept small so it stays cheap: fault tolerance on, a
+	// first attempt, no user filters, and the first probe lands on an
+	// available broker.
+	if s.v4 || !s.faultOn.Load() || in.LastBroker != "" || in.ResetIndex || len(s.filters) != 0 {
+		return s.selectSlow(info, in)
+	}
 	n := info.Len()
 	if n == 0 {
 		return Pick{}, false
 	}
-	if s.mode == ModeV4 {
+	b := s.bind(info)
+	if b.shadow != nil {
+		return s.selectSlow(info, in)
+	}
+	c := newCursor(info.Index(), n)
+	p := c.first()
+	if !b.entries[p].s.isolated.Load() {
+		return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
+	}
+	return s.cascade5(info, b, -1, c)
+}
+
+// selectSlow is Select for every case but the common one.
+func (s *Strategy) selectSlow(info *route.PublishInfo, in PickInfo) (Pick, bool) {
+	n := info.Len()
+	if n == 0 {
+		return Pick{}, false
+	}
+	if s.v4 {
 		return s.select4(info, in)
 	}
 	if !s.faultOn.Load() {
@@ -248,17 +319,21 @@ func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if in.ResetIndex {
 		info.ResetIndex()
 	}
-	last := lastBrokerIndex(info, in.LastBroker)
-	c := newCursor(info.Index(), n)
 	if b.shadow != nil {
 		s.refreshAvailable(b)
 	}
-	for range n {
+	return s.cascade5(info, b, lastBrokerIndex(info, in.LastBroker), newCursor(info.Index(), n))
+}
+
+// cascade5 runs v5's cascade with fault tolerance on from cursor c, which
+// may already have made its first probe (a refused one).
+func (s *Strategy) cascade5(info *route.PublishInfo, b *binding, last int32, c cursor) (Pick, bool) {
+	n := c.n
+	for i := int(c.moved); i < n; i++ {
 		p := c.next()
-		e := &b.entries[p]
-		if !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
+		if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.Queue(p), Stage: StageAvailable}, true
+			return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
 		}
 	}
 	if b.shadow != nil {
@@ -266,10 +341,9 @@ func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	}
 	for range n {
 		p := c.next()
-		e := &b.entries[p]
-		if e.s.reachable.Load() && e.broker != last && s.admit(info, p) {
+		if e := &b.entries[p]; e.s.reachable.Load() && e.broker != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.Queue(p), Stage: StageReachable}, true
+			return Pick{Queue: info.QueueRef(p), Stage: StageReachable}, true
 		}
 	}
 	return s.finish(info, &c, n)
@@ -283,13 +357,13 @@ func (s *Strategy) finish(info *route.PublishInfo, c *cursor, n int) (Pick, bool
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.Queue(p), Stage: StageFiltered}, true
+				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
 			}
 		}
 	}
 	p := c.next()
 	c.done()
-	return Pick{Queue: info.Queue(p), Stage: StageAny}, true
+	return Pick{Queue: info.QueueRef(p), Stage: StageAny}, true
 }
 
 // selectOff is v5 with fault tolerance off: a filtered pass avoiding the last
@@ -302,7 +376,7 @@ func (s *Strategy) selectOff(info *route.PublishInfo, in PickInfo) (Pick, bool) 
 		p := c.next()
 		if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.Queue(p), Stage: StageNotLast}, true
+			return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
 		}
 	}
 	return s.finish(info, &c, n)
@@ -322,7 +396,7 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	for i := range n {
 		p := scanPosition(start, i, n)
 		if !b.entries[p].s.isolated.Load() && s.admit(info, p) {
-			return Pick{Queue: info.Queue(p), Stage: StageAvailable}, true
+			return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
 		}
 	}
 	if len(s.filters) > 0 {
@@ -331,7 +405,7 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.Queue(p), Stage: StageFiltered}, true
+				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
 			}
 		}
 		c.done()
@@ -344,14 +418,14 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if nums > 0 {
 		// The reference makes an unfiltered pick, keeps only its topic, and
 		// takes the queue id from one more move of the index.
-		q := info.Queue(route.Position(info.Index().Add(1), n))
+		q := info.QueueRef(route.Position(info.Index().Add(1), n))
 		id := int(info.Index().Next()) % nums
-		return Pick{Queue: route.MessageQueue{Topic: q.Topic, BrokerName: broker, QueueID: id}, Stage: StageLeastBad}, true
+		return Pick{Queue: b.leastBadQueue(q.Topic, broker, nums, id), Stage: StageLeastBad}, true
 	}
 	if ok {
 		s.ft.Remove(broker)
 	}
-	return Pick{Queue: info.Queue(route.Position(info.Index().Add(1), n)), Stage: StageAny}, true
+	return Pick{Queue: info.QueueRef(route.Position(info.Index().Add(1), n)), Stage: StageAny}, true
 }
 
 // scanPosition is 4.9.8's probe position abs(start+i) % n, with start+i
@@ -379,30 +453,30 @@ func (s *Strategy) select4Off(info *route.PublishInfo, in PickInfo) (Pick, bool)
 			p := c.next()
 			if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.Queue(p), Stage: StageNotLast}, true
+				return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
 			}
 		}
 		for range n {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.Queue(p), Stage: StageFiltered}, true
+				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
 			}
 		}
 	}
 	if in.LastBroker == "" {
 		p := c.next()
 		c.done()
-		return Pick{Queue: info.Queue(p), Stage: StageNotLast}, true
+		return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
 	}
 	for range n {
 		p := c.next()
 		if info.Queue(p).BrokerName != in.LastBroker {
 			c.done()
-			return Pick{Queue: info.Queue(p), Stage: StageNotLast}, true
+			return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
 		}
 	}
 	p := c.next()
 	c.done()
-	return Pick{Queue: info.Queue(p), Stage: StageAny}, true
+	return Pick{Queue: info.QueueRef(p), Stage: StageAny}, true
 }

@@ -21,6 +21,7 @@ import (
 // loop, the only goroutine a Strategy owns.
 type Strategy struct {
 	mode             Mode
+	v4               bool // mode == ModeV4, a string compare spared on every pick
 	isolationLatency time.Duration
 	filters          []route.QueueFilter
 	owner            uint64 // this strategy's memo key on publish infos
@@ -110,6 +111,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	}
 	s := &Strategy{
 		mode:    mode,
+		v4:      mode == ModeV4,
 		filters: append([]route.QueueFilter(nil), cfg.Filters...),
 		owner:   route.NewMemoOwner(),
 		clock:   o.clock,

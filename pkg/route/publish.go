@@ -101,6 +101,11 @@ func (p *PublishInfo) OK() bool { return len(p.queues) > 0 }
 // Queue returns the queue at position i, 0 <= i < Len().
 func (p *PublishInfo) Queue(i int) MessageQueue { return p.queues[i] }
 
+// QueueRef returns a pointer to the queue at position i, 0 <= i < Len(),
+// without copying it; the queue must not be modified. Pick paths use it
+// because returning a queue by value costs more than the whole pick.
+func (p *PublishInfo) QueueRef(i int) *MessageQueue { return &p.queues[i] }
+
 // Queues returns a copy of the queue list.
 func (p *PublishInfo) Queues() []MessageQueue {
 	out := make([]MessageQueue, len(p.queues))

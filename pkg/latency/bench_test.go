@@ -1,0 +1,169 @@
+package latency
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// benchRoute builds brokers x queues with every broker holding a fault item
+// (as after real traffic) and isolated of them isolated, spread evenly.
+func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int) (*Strategy, *route.PublishInfo) {
+	b.Helper()
+	cfg := Reference5()
+	if mode == ModeV4 {
+		cfg = Reference4()
+	}
+	cfg.FaultTolerance = true
+	s, err := NewStrategy(cfg, WithClock(NewManualClock(time.UnixMilli(1000000))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	qs := make([]route.MessageQueue, 0, brokers*queues)
+	for i := range brokers {
+		name := fmt.Sprintf("broker-%04d", i)
+		for q := range queues {
+			qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: name, QueueID: q})
+		}
+		s.Update(name, time.Millisecond, false, true)
+	}
+	for k := range isolated {
+		i := k * brokers / isolated
+		s.Update(fmt.Sprintf("broker-%04d", i), 20*time.Millisecond, true, true)
+	}
+	info, err := route.NewPublishInfoFromQueues("T", qs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Select(info, PickInfo{}) // build the memo outside the timed loop
+	return s, info
+}
+
+var sinkQueue route.MessageQueue
+
+type selectCase struct {
+	name                      string
+	mode                      Mode
+	brokers, queues, isolated int
+}
+
+var selectCases = []selectCase{
+	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0},
+	{"v5/16x4/isolated=4", ModeV5, 16, 4, 4},
+	{"v5/1024x4/isolated=922", ModeV5, 1024, 4, 922},
+	{"v4/16x4/isolated=4", ModeV4, 16, 4, 4},
+}
+
+// BenchmarkSelect measures one pick on one goroutine. baseline is a bare
+// atomic round robin over the same 64 queues: the floor.
+func BenchmarkSelect(b *testing.B) {
+	b.Run("baseline", func(b *testing.B) {
+		_, info := benchRoute(b, ModeV5, 16, 4, 0)
+		qs := info.Queues()
+		var idx atomic.Int32
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkQueue = qs[route.Position(idx.Add(1), len(qs))]
+		}
+	})
+	for _, c := range selectCases {
+		b.Run(c.name, func(b *testing.B) {
+			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated)
+			b.ReportAllocs()
+			for b.Loop() {
+				p, _ := s.Select(info, PickInfo{})
+				sinkQueue = *p.Queue
+			}
+		})
+	}
+}
+
+// BenchmarkSelectParallel is BenchmarkSelect with b.RunParallel.
+func BenchmarkSelectParallel(b *testing.B) {
+	b.Run("baseline", func(b *testing.B) {
+		_, info := benchRoute(b, ModeV5, 16, 4, 0)
+		qs := info.Queues()
+		var idx atomic.Int32
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var q route.MessageQueue
+			for pb.Next() {
+				q = qs[route.Position(idx.Add(1), len(qs))]
+			}
+			sinkQueue = q
+		})
+	})
+	for _, c := range selectCases {
+		b.Run(c.name, func(b *testing.B) {
+			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var q route.MessageQueue
+				for pb.Next() {
+					p, _ := s.Select(info, PickInfo{})
+					q = *p.Queue
+				}
+				sinkQueue = q
+			})
+		})
+	}
+}
+
+// BenchmarkUpdate measures a fault update of a broker the table knows.
+func BenchmarkUpdate(b *testing.B) {
+	b.Run("existing", func(b *testing.B) {
+		s, _ := benchRoute(b, ModeV5, 16, 4, 4)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Update("broker-0003", 3*time.Millisecond, false, true)
+		}
+	})
+	b.Run("existing/isolating", func(b *testing.B) {
+		s, _ := benchRoute(b, ModeV5, 16, 4, 4)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Update("broker-0003", 700*time.Millisecond, false, true)
+		}
+	})
+}
+
+// BenchmarkDetectRound measures one detector round over 1,000 isolated
+// brokers whose every probe runs into its 200 ms timeout, 256 at a time.
+func BenchmarkDetectRound(b *testing.B) {
+	b.Run("1000x200ms", func(b *testing.B) {
+		cfg := Reference5()
+		cfg.FaultTolerance = true
+		cfg.Detector = true
+		cfg.DetectParallel = 256
+		cfg.DetectTimeout = 200 * time.Millisecond
+		clock := RealClock{}
+		hang := ServiceDetectorFunc(func(ctx context.Context, _ string) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		resolver := ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
+		s, err := NewStrategy(cfg, WithClock(clock), WithResolver(resolver), WithServiceDetector(hang))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		for i := range 1000 {
+			s.Update(fmt.Sprintf("broker-%04d", i), time.Second, true, false)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, sl := range s.table.presentSlots() {
+				sl.checkStamp.Store(0) // every item due again
+			}
+			rep, _ := s.DetectRound(context.Background())
+			if rep.TimedOut != 1000 {
+				b.Fatalf("round timed out %d probes, want 1000", rep.TimedOut)
+			}
+		}
+	})
+}
