@@ -48,7 +48,9 @@ type ServiceDetector interface {
 type ServiceDetectorFunc func(ctx context.Context, endpoint string) error
 
 // Detect calls f(ctx, endpoint).
-func (f ServiceDetectorFunc) Detect(ctx context.Context, endpoint string) error { return f(ctx, endpoint) }
+func (f ServiceDetectorFunc) Detect(ctx context.Context, endpoint string) error {
+	return f(ctx, endpoint)
+}
 
 // TCPDetector is the built-in ServiceDetector: an endpoint is reachable when a
 // TCP connection to it succeeds before ctx's deadline. The zero value is ready

@@ -65,9 +65,9 @@ type FaultTable struct {
 	mode  Mode
 	obs   Observer // set before use by the strategy; nil means none
 
-	mu    sync.Mutex                      // serializes changes to the slot map
+	mu    sync.Mutex                       // serializes changes to the slot map
 	slots atomic.Pointer[map[string]*slot] // copy on write
-	gen   atomic.Uint64                   // bumped whenever a slot leaves the map
+	gen   atomic.Uint64                    // bumped whenever a slot leaves the map
 	worst *route.Index
 }
 
