@@ -115,7 +115,6 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		res <- d.detect(pctx, addr)
 	}()
 	var err error
-	timedOut := false
 	select {
 	case err = <-res:
 	case <-pctx.Done():
@@ -123,9 +122,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		case err = <-res: // it answered at the deadline: take the answer
 		default:
 			err = pctx.Err()
-			timedOut = errors.Is(err, context.DeadlineExceeded)
 		}
 	}
+	timedOut := errors.Is(err, context.DeadlineExceeded)
 	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = errors.Join(ErrProbeInconclusive, err) // the round was cancelled
 	}
