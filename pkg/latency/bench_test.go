@@ -83,6 +83,24 @@ func BenchmarkSelect(b *testing.B) {
 	}
 }
 
+// BenchmarkSelectCounted is v5/16x4/isolated=4 with and without a
+// StageCounter: what counting picks by stage costs.
+func BenchmarkSelectCounted(b *testing.B) {
+	for _, counted := range []bool{false, true} {
+		b.Run(fmt.Sprintf("v5/16x4/isolated=4/counted=%t", counted), func(b *testing.B) {
+			s, info := benchRoute(b, ModeV5, 16, 4, 4)
+			if counted {
+				s.stages = NewStageCounter()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p, _ := s.Select(info, PickInfo{})
+				sinkQueue = *p.Queue
+			}
+		})
+	}
+}
+
 // BenchmarkSelectParallel is BenchmarkSelect with b.RunParallel.
 func BenchmarkSelectParallel(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {

@@ -235,6 +235,14 @@ func (c *cursor) done() {
 	}
 }
 
+// picked makes the result for queue p, counting it when asked to.
+func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
+	if s.stages != nil {
+		s.stages.add(st, p)
+	}
+	return Pick{Queue: info.QueueRef(p), Stage: st}, true
+}
+
 // admit applies the user filters to queue p.
 func (s *Strategy) admit(info *route.PublishInfo, p int) bool {
 	for _, f := range s.filters {
@@ -298,7 +306,7 @@ func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	c := newCursor(info.Index(), n)
 	p := c.first()
 	if !b.entries[p].s.isolated.Load() {
-		return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
+		return s.picked(info, p, StageAvailable)
 	}
 	return s.cascade5(info, b, -1, c)
 }
@@ -333,7 +341,7 @@ func (s *Strategy) cascade5(info *route.PublishInfo, b *binding, last int32, c c
 		p := c.next()
 		if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
+			return s.picked(info, p, StageAvailable)
 		}
 	}
 	if b.shadow != nil {
@@ -343,7 +351,7 @@ func (s *Strategy) cascade5(info *route.PublishInfo, b *binding, last int32, c c
 		p := c.next()
 		if e := &b.entries[p]; e.s.reachable.Load() && e.broker != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.QueueRef(p), Stage: StageReachable}, true
+			return s.picked(info, p, StageReachable)
 		}
 	}
 	return s.finish(info, &c, n)
@@ -357,13 +365,13 @@ func (s *Strategy) finish(info *route.PublishInfo, c *cursor, n int) (Pick, bool
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
+				return s.picked(info, p, StageFiltered)
 			}
 		}
 	}
 	p := c.next()
 	c.done()
-	return Pick{Queue: info.QueueRef(p), Stage: StageAny}, true
+	return s.picked(info, p, StageAny)
 }
 
 // selectOff is v5 with fault tolerance off: a filtered pass avoiding the last
@@ -376,7 +384,7 @@ func (s *Strategy) selectOff(info *route.PublishInfo, in PickInfo) (Pick, bool) 
 		p := c.next()
 		if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 			c.done()
-			return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
+			return s.picked(info, p, StageNotLast)
 		}
 	}
 	return s.finish(info, &c, n)
@@ -396,7 +404,7 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	for i := range n {
 		p := scanPosition(start, i, n)
 		if !b.entries[p].s.isolated.Load() && s.admit(info, p) {
-			return Pick{Queue: info.QueueRef(p), Stage: StageAvailable}, true
+			return s.picked(info, p, StageAvailable)
 		}
 	}
 	if len(s.filters) > 0 {
@@ -405,7 +413,7 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
+				return s.picked(info, p, StageFiltered)
 			}
 		}
 		c.done()
@@ -420,12 +428,15 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		// takes the queue id from one more move of the index.
 		q := info.QueueRef(route.Position(info.Index().Add(1), n))
 		id := int(info.Index().Next()) % nums
+		if s.stages != nil {
+			s.stages.add(StageLeastBad, id)
+		}
 		return Pick{Queue: b.leastBadQueue(q.Topic, broker, nums, id), Stage: StageLeastBad}, true
 	}
 	if ok {
 		s.ft.Remove(broker)
 	}
-	return Pick{Queue: info.QueueRef(route.Position(info.Index().Add(1), n)), Stage: StageAny}, true
+	return s.picked(info, route.Position(info.Index().Add(1), n), StageAny)
 }
 
 // scanPosition is 4.9.8's probe position abs(start+i) % n, with start+i
@@ -453,30 +464,30 @@ func (s *Strategy) select4Off(info *route.PublishInfo, in PickInfo) (Pick, bool)
 			p := c.next()
 			if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
+				return s.picked(info, p, StageNotLast)
 			}
 		}
 		for range n {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return Pick{Queue: info.QueueRef(p), Stage: StageFiltered}, true
+				return s.picked(info, p, StageFiltered)
 			}
 		}
 	}
 	if in.LastBroker == "" {
 		p := c.next()
 		c.done()
-		return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
+		return s.picked(info, p, StageNotLast)
 	}
 	for range n {
 		p := c.next()
 		if info.Queue(p).BrokerName != in.LastBroker {
 			c.done()
-			return Pick{Queue: info.QueueRef(p), Stage: StageNotLast}, true
+			return s.picked(info, p, StageNotLast)
 		}
 	}
 	p := c.next()
 	c.done()
-	return Pick{Queue: info.QueueRef(p), Stage: StageAny}, true
+	return s.picked(info, p, StageAny)
 }

@@ -30,8 +30,9 @@ type Strategy struct {
 	detectorOn atomic.Bool
 	durations  atomic.Pointer[durationsBox]
 
-	ft    FaultTolerance
-	table *FaultTable // the same as ft when it is the built-in table, else nil
+	ft     FaultTolerance
+	table  *FaultTable   // the same as ft when it is the built-in table, else nil
+	stages *StageCounter // nil unless WithStageCounter
 
 	clock    Clock
 	log      *slog.Logger
@@ -60,7 +61,12 @@ type options struct {
 	obs      Observer
 	log      *slog.Logger
 	random   route.RandomSource
+	stages   *StageCounter
 }
+
+// WithStageCounter makes every pick count its cascade stage in c, at the
+// cost of one atomic add per pick (see BenchmarkSelect/.../counted).
+func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
 // WithClock sets the clock (default RealClock).
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
@@ -118,6 +124,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		log:     o.log,
 		obs:     o.obs,
 		period:  cfg.DetectPeriod,
+		stages:  o.stages,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.isolationLatency = 10000 * time.Millisecond
@@ -165,6 +172,9 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	}
 	return s, nil
 }
+
+// StageCounter returns the counter given with WithStageCounter, or nil.
+func (s *Strategy) StageCounter() *StageCounter { return s.stages }
 
 // Mode returns the strategy's mode.
 func (s *Strategy) Mode() Mode { return s.mode }
