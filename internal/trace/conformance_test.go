@@ -58,7 +58,7 @@ func TestConformance(t *testing.T) {
 }
 
 // sendSupported turns on once the send loop exists.
-const sendSupported = false
+const sendSupported = true
 
 func hasOp(src []byte, op string) bool {
 	for _, line := range strings.Split(string(src), "\n") {

@@ -694,7 +694,3 @@ func (m *machine) opItems([]string) error {
 	m.printf("items -> %s", strings.Join(parts, " "))
 	return nil
 }
-
-func (m *machine) opSend([]string) error {
-	return errors.New("not supported yet: the send loop (pkg/producer) is not built")
-}

@@ -1,0 +1,179 @@
+package producer
+
+import (
+	"slices"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// Config holds the producer's settings. Start from Reference5, Reference4 or
+// DefaultConfig and change what you need; New validates it.
+type Config struct {
+	// RetryTimes is how many times a sync send retries after its first
+	// attempt (the reference's retryTimesWhenSendFailed, 2).
+	RetryTimes int
+	// AsyncRetryTimes is how many times an async send retries
+	// (retryTimesWhenSendAsyncFailed, 2).
+	AsyncRetryTimes int
+	// Timeout is a send's whole budget, retries included (sendMsgTimeout,
+	// 3 s). It is measured on the producer's Clock from the call.
+	Timeout time.Duration
+	// MaxTimeoutPerRequest caps one attempt's timeout while another attempt
+	// remains (5.3.3's sendMsgMaxTimeoutPerRequest); 0 turns the cap off (the
+	// reference's -1). The last attempt always gets what is left. 4.9.8 has
+	// no such setting: with a v4 strategy it is an mqfault extension.
+	MaxTimeoutPerRequest time.Duration
+	// RetryAnotherBrokerWhenNotStoreOK makes a sync send whose answer is not
+	// SendOK try again on another broker (the answer is still returned if no
+	// later attempt is answered).
+	RetryAnotherBrokerWhenNotStoreOK bool
+	// RetryCodes are the broker response codes after which a sync send
+	// retries. nil means the strategy mode's reference set (RetryCodes5 or
+	// RetryCodes4); an empty non-nil slice means none.
+	RetryCodes []int
+	// AsyncMaxInFlight bounds how many async sends may be in flight at once
+	// (5.3.3's backPressureForAsyncSendNum, 10000); 0 means no bound.
+	AsyncMaxInFlight int
+	// AsyncMaxBytes bounds the body bytes of async sends in flight
+	// (backPressureForAsyncSendSize, 100 MiB); 0 means no bound.
+	AsyncMaxBytes int64
+	// AsyncFailFast makes SendAsync fail at once with a *LimitError when a
+	// bound is reached, instead of waiting (for at most the send's budget,
+	// and for as long as its ctx allows) for room, as the reference's
+	// backpressure mode does.
+	AsyncFailFast bool
+	// RouteRefreshInterval is how often, on the Clock, the producer asks its
+	// RouteSource again for every topic it knows (the reference polls the
+	// name server every 30 s).
+	RouteRefreshInterval time.Duration
+}
+
+// RetryCodes5 returns RocketMQ 5.3.3's retry response codes: TOPIC_NOT_EXIST
+// (17), SERVICE_NOT_AVAILABLE (14), SYSTEM_ERROR (1), SYSTEM_BUSY (2),
+// NO_PERMISSION (16), NO_BUYER_ID (204), NOT_IN_CURRENT_UNIT (205),
+// GO_AWAY (1500).
+func RetryCodes5() []int { return []int{17, 14, 1, 2, 16, 204, 205, 1500} }
+
+// RetryCodes4 returns RocketMQ 4.9.8's retry response codes: 17, 14, 1, 16,
+// 204, 205.
+func RetryCodes4() []int { return []int{17, 14, 1, 16, 204, 205} }
+
+// Reference5 returns RocketMQ 5.3.3's producer defaults: 2 retries (sync and
+// async), a 3 s budget, no per-attempt cap, no retry on a stored-but-not-OK
+// answer, the mode's retry codes, async sends bounded to 10000 in flight and
+// 100 MiB of bodies (waiting for room), routes refreshed every 30 s.
+func Reference5() Config {
+	return Config{
+		RetryTimes:           2,
+		AsyncRetryTimes:      2,
+		Timeout:              3000 * time.Millisecond,
+		AsyncMaxInFlight:     10000,
+		AsyncMaxBytes:        100 << 20,
+		RouteRefreshInterval: 30 * time.Second,
+	}
+}
+
+// Reference4 returns RocketMQ 4.9.8's producer defaults, which are 5.3.3's
+// (4.9.8 has no per-attempt cap, and its async sends are bounded by an
+// executor queue instead; mqfault keeps the 5.3.3 bound).
+func Reference4() Config { return Reference5() }
+
+// DefaultConfig returns the recommended settings: Reference5 with the
+// per-attempt cap on at 1 s, so a slow broker cannot use the whole 3 s budget
+// and leave nothing for a retry elsewhere.
+func DefaultConfig() Config {
+	c := Reference5()
+	c.MaxTimeoutPerRequest = time.Second
+	return c
+}
+
+// Validate reports the first setting that is out of range, as a *ConfigError.
+func (c Config) Validate() error {
+	switch {
+	case c.RetryTimes < 0:
+		return &ConfigError{"RetryTimes", c.RetryTimes, "must not be negative"}
+	case c.AsyncRetryTimes < 0:
+		return &ConfigError{"AsyncRetryTimes", c.AsyncRetryTimes, "must not be negative"}
+	case c.Timeout <= 0:
+		return &ConfigError{"Timeout", c.Timeout, "must be positive"}
+	case c.MaxTimeoutPerRequest < 0:
+		return &ConfigError{"MaxTimeoutPerRequest", c.MaxTimeoutPerRequest, "must not be negative (0 turns the cap off)"}
+	case c.AsyncMaxInFlight < 0:
+		return &ConfigError{"AsyncMaxInFlight", c.AsyncMaxInFlight, "must not be negative (0 means no bound)"}
+	case c.AsyncMaxBytes < 0:
+		return &ConfigError{"AsyncMaxBytes", c.AsyncMaxBytes, "must not be negative (0 means no bound)"}
+	case c.RouteRefreshInterval <= 0:
+		return &ConfigError{"RouteRefreshInterval", c.RouteRefreshInterval, "must be positive"}
+	}
+	return nil
+}
+
+// Policy is a Config resolved for a strategy mode: the immutable rules every
+// Loop of a producer follows. It is safe for concurrent use.
+type Policy struct {
+	mode         latency.Mode
+	retryTimes   int
+	asyncRetries int
+	timeout      time.Duration
+	perRequest   time.Duration
+	retryAnother bool
+	codes        []int // sorted, distinct
+}
+
+// NewPolicy validates cfg and resolves it for mode (latency.ModeV5 or
+// latency.ModeV4; "" is v5): the mode picks the default retry codes and the
+// fault-update rules.
+func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = latency.ModeV5
+	}
+	if mode != latency.ModeV5 && mode != latency.ModeV4 {
+		return nil, &ConfigError{"mode", string(mode), `must be "v5" or "v4"`}
+	}
+	codes := cfg.RetryCodes
+	if codes == nil {
+		codes = RetryCodes5()
+		if mode == latency.ModeV4 {
+			codes = RetryCodes4()
+		}
+	}
+	codes = slices.Clone(codes)
+	slices.Sort(codes)
+	return &Policy{
+		mode:         mode,
+		retryTimes:   cfg.RetryTimes,
+		asyncRetries: cfg.AsyncRetryTimes,
+		timeout:      cfg.Timeout,
+		perRequest:   cfg.MaxTimeoutPerRequest,
+		retryAnother: cfg.RetryAnotherBrokerWhenNotStoreOK,
+		codes:        slices.Compact(codes),
+	}, nil
+}
+
+// Mode returns the mode whose rules the policy follows.
+func (p *Policy) Mode() latency.Mode { return p.mode }
+
+// Timeout returns a send's budget.
+func (p *Policy) Timeout() time.Duration { return p.timeout }
+
+// IsRetryCode reports whether a sync send retries after a broker error with
+// this response code.
+func (p *Policy) IsRetryCode(code int) bool {
+	_, ok := slices.BinarySearch(p.codes, code)
+	return ok
+}
+
+// MaxAttempts returns how many attempts a send of kind may make at most.
+func (p *Policy) MaxAttempts(kind Kind) int {
+	switch kind {
+	case KindSync:
+		return 1 + p.retryTimes
+	case KindAsync:
+		return 1 + p.asyncRetries
+	}
+	return 1
+}

@@ -1,0 +1,352 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoRoute is what every "the producer has no route for this topic" error
+// matches with errors.Is. The errors themselves are *RouteError values, which
+// name the topic. A RouteSource returns (or wraps) ErrNoRoute when the topic
+// does not exist.
+var ErrNoRoute = errors.New("producer: no route")
+
+// ErrCallTimeout is matched (errors.Is) by a *SendError whose send budget
+// (Config.Timeout) ran out before an attempt could start, with no earlier
+// answer to return: the reference's RemotingTooMuchRequestException("call
+// timeout"). It is also matched by a *LimitError when the wait for an async
+// slot used up the budget.
+var ErrCallTimeout = errors.New("producer: send timed out before the next attempt")
+
+// ErrClosed is returned by sends on a closed producer, and ends sends that
+// were in progress when it closed before they could start another attempt.
+var ErrClosed = errors.New("producer: closed")
+
+// ErrInterrupted is the cancellation a Transport may return (or wrap) when an
+// attempt was interrupted (the reference's InterruptedException). A Transport
+// may return context.Canceled instead; both classify as ClassCancelled.
+var ErrInterrupted = errors.New("producer: send interrupted")
+
+// ErrAsyncLimit is matched by a *LimitError: an async send found the bound on
+// in-flight async sends (Config.AsyncMaxInFlight, Config.AsyncMaxBytes)
+// reached, and either fails fast or waited until its budget ran out.
+var ErrAsyncLimit = errors.New("producer: too many async sends in flight")
+
+// ErrInvalidMessage is matched by the error a send returns for a nil message,
+// an empty topic, a queue of another topic, or a nil callback.
+var ErrInvalidMessage = errors.New("producer: invalid message")
+
+// ErrInvalidConfig is matched by every *ConfigError.
+var ErrInvalidConfig = errors.New("producer: invalid configuration")
+
+// ConfigError names the setting that is wrong, its value and why. It matches
+// ErrInvalidConfig.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("producer: %s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// RouteError says that the producer has no usable route for Topic: the
+// RouteSource failed (Err is its error), said the topic does not exist, or
+// the route has no writable queue. It matches ErrNoRoute.
+type RouteError struct {
+	Topic string
+	Err   error
+}
+
+func (e *RouteError) Error() string {
+	s := "producer: no route for topic " + strconv.Quote(e.Topic)
+	if e.Err != nil && e.Err != ErrNoRoute {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *RouteError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNoRoute) true.
+func (e *RouteError) Is(target error) bool { return target == ErrNoRoute }
+
+// ClientError is what a Transport returns when an attempt failed on the
+// client before any request was sent: no address for the broker, a message
+// the transport cannot encode, a local resource missing (the reference's
+// MQClientException from sendKernelImpl). The broker was not at fault.
+//
+// Sync and oneway sends (v5): fault update (isolation false, reachable true),
+// then the next attempt. v4: isolation true. Async: see Loop.Finish.
+type ClientError struct {
+	Broker string
+	Err    error
+}
+
+func (e *ClientError) Error() string {
+	return "producer: client error before sending to broker " + e.Broker + ": " + errString(e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ClientError) Unwrap() error { return e.Err }
+
+// TransportKind refines a TransportError.
+type TransportKind uint8
+
+const (
+	// TransportFailed: the request may have reached the broker but no answer
+	// came back (the connection broke, a write failed midway, an unknown
+	// failure).
+	TransportFailed TransportKind = iota
+	// TransportTimeout: no answer before the attempt's deadline.
+	TransportTimeout
+	// TransportNotSent: the request could not be handed to the network (no
+	// connection could be made). Sync sends treat it as any transport error;
+	// the async path makes the reference's dispatch-failure update
+	// (isolation true, reachable false).
+	TransportNotSent
+	// TransportOverloaded: local flow control refused the request (the
+	// reference's RemotingTooMuchRequestException). The v5 async path does
+	// not retry it.
+	TransportOverloaded
+)
+
+var transportKindNames = [...]string{"failed", "timeout", "not sent", "overloaded"}
+
+// String returns failed, timeout, not sent or overloaded.
+func (k TransportKind) String() string {
+	if int(k) < len(transportKindNames) {
+		return transportKindNames[k]
+	}
+	return "transport(" + strconv.Itoa(int(k)) + ")"
+}
+
+// TransportError is what a Transport returns when the network failed the
+// attempt: a timeout, a broken or refused connection (the reference's
+// RemotingException). A Transport may also return context.DeadlineExceeded
+// when the attempt's ctx expired; it classifies as a TransportTimeout.
+//
+// Sync and oneway sends (v5): fault update (isolation true, reachable false
+// when the detector is on, else true), then the next attempt. v4: isolation
+// true.
+type TransportError struct {
+	Broker string
+	Addr   string
+	Kind   TransportKind
+	Err    error
+}
+
+func (e *TransportError) Error() string {
+	s := "producer: transport to broker " + e.Broker
+	if e.Addr != "" {
+		s += " (" + e.Addr + ")"
+	}
+	return s + ": " + e.Kind.String() + ": " + errString(e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// BrokerError is what a Transport returns when the broker answered with an
+// error code instead of a send status (the reference's MQBrokerException):
+// Code is the response code.
+//
+// Sync sends (v5): fault update (isolation true, reachable false); the next
+// attempt only if Code is a retry code (Config.RetryCodes), else the send
+// ends with the last answered result if there is one, or this error. v4:
+// isolation true. Async: no retry (see Loop.Finish).
+type BrokerError struct {
+	Broker string
+	Code   int
+	Remark string
+}
+
+func (e *BrokerError) Error() string {
+	s := "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
+	if e.Remark != "" {
+		s += ": " + e.Remark
+	}
+	return s
+}
+
+// SendError is how a send through the fault-tolerant path fails: which
+// attempts were made on which brokers, how long it took, why it stopped, and
+// the last attempt's error (Err, which it wraps; nil only when the budget ran
+// out before the first attempt). errors.Is(err, ErrCallTimeout) is true when
+// Stop is StopCallTimeout; errors.As finds the *BrokerError, *TransportError,
+// *ClientError or cancellation behind it.
+type SendError struct {
+	Topic    string
+	Kind     Kind
+	Attempts int
+	// Brokers lists the broker of each attempt made, in order.
+	Brokers []string
+	Elapsed time.Duration
+	Stop    Stop
+	Err     error
+}
+
+func (e *SendError) Error() string {
+	var b strings.Builder
+	b.WriteString("producer: ")
+	b.WriteString(e.Kind.String())
+	b.WriteString(" send to topic ")
+	b.WriteString(strconv.Quote(e.Topic))
+	b.WriteString(" failed after ")
+	b.WriteString(strconv.Itoa(e.Attempts))
+	if e.Attempts == 1 {
+		b.WriteString(" attempt")
+	} else {
+		b.WriteString(" attempts")
+	}
+	if len(e.Brokers) > 0 {
+		b.WriteString(" (brokers ")
+		b.WriteString(strings.Join(e.Brokers, ", "))
+		b.WriteString(")")
+	}
+	b.WriteString(" in ")
+	b.WriteString(e.Elapsed.String())
+	if e.Stop == StopCallTimeout {
+		b.WriteString(": call timeout")
+		if e.Err != nil {
+			b.WriteString(" (last error: ")
+			b.WriteString(e.Err.Error())
+			b.WriteString(")")
+		}
+		return b.String()
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the last attempt's error.
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCallTimeout) true for a call timeout.
+func (e *SendError) Is(target error) bool {
+	return target == ErrCallTimeout && e.Stop == StopCallTimeout
+}
+
+// LimitError is an async send refused by the bound on in-flight async sends.
+// It matches ErrAsyncLimit, and ErrCallTimeout when it waited until the send's
+// budget ran out.
+type LimitError struct {
+	// Limit is "count" (Config.AsyncMaxInFlight) or "bytes"
+	// (Config.AsyncMaxBytes).
+	Limit string
+	// Max is the bound.
+	Max int64
+	// Waited is true when the send waited for room and its budget ran out;
+	// false when it failed fast (Config.AsyncFailFast) or the message alone
+	// is larger than the byte bound.
+	Waited bool
+}
+
+func (e *LimitError) Error() string {
+	s := "producer: async in-flight " + e.Limit + " bound " + strconv.FormatInt(e.Max, 10) + " reached"
+	if e.Waited {
+		s += "; the send timed out waiting for room"
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrAsyncLimit) true, and errors.Is(err,
+// ErrCallTimeout) when the wait ran out of budget.
+func (e *LimitError) Is(target error) bool {
+	return target == ErrAsyncLimit || (e.Waited && target == ErrCallTimeout)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// Class is what an attempt met, as the send loop's rules see it.
+type Class uint8
+
+const (
+	// ClassAnswered: the broker answered with a send status (Transport.Send
+	// returned a nil error).
+	ClassAnswered Class = iota
+	// ClassClient: a client error before the request (*ClientError).
+	ClassClient
+	// ClassTransport: a transport error or timeout (*TransportError,
+	// context.DeadlineExceeded, or any error the other classes do not claim).
+	ClassTransport
+	// ClassBroker: the broker answered with an error code (*BrokerError).
+	ClassBroker
+	// ClassCancelled: the attempt was cancelled (context.Canceled,
+	// ErrInterrupted, or the send's ctx was done when the attempt ended).
+	ClassCancelled
+)
+
+var classNames = [...]string{"answered", "client", "transport", "broker", "cancelled"}
+
+// String returns answered, client, transport, broker or cancelled.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Outcome is what one attempt met, classified, with how long it took: the
+// input of Loop.Finish. Drivers build it with Classify (from what
+// Transport.Send returned) or directly (the simulator).
+type Outcome struct {
+	Class Class
+	// Result is the answer (ClassAnswered).
+	Result Result
+	// Code is the broker's response code (ClassBroker).
+	Code int
+	// Transport refines ClassTransport.
+	Transport TransportKind
+	// Err is the attempt's error (nil for ClassAnswered).
+	Err error
+	// Elapsed is how long the attempt took: the latency of its fault update.
+	Elapsed time.Duration
+}
+
+// Classify turns what Transport.Send returned into an Outcome (Elapsed left
+// 0). In order: a nil error is ClassAnswered; a *BrokerError is ClassBroker;
+// a *ClientError ClassClient; a *TransportError ClassTransport with its kind;
+// context.Canceled or ErrInterrupted ClassCancelled;
+// context.DeadlineExceeded a TransportTimeout; any other error a
+// TransportFailed (the broker is presumed at fault). The typed errors are
+// found with errors.As, so a Transport may wrap them.
+func Classify(res Result, err error) Outcome {
+	if err == nil {
+		return Outcome{Class: ClassAnswered, Result: res}
+	}
+	o := Outcome{Err: err, Class: ClassTransport}
+	var be *BrokerError
+	var ce *ClientError
+	var te *TransportError
+	switch {
+	case errors.As(err, &be):
+		o.Class, o.Code = ClassBroker, be.Code
+	case errors.As(err, &ce):
+		o.Class = ClassClient
+	case errors.As(err, &te):
+		o.Transport = te.Kind
+	case errors.Is(err, context.Canceled) || errors.Is(err, ErrInterrupted):
+		o.Class = ClassCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		o.Transport = TransportTimeout
+	}
+	return o
+}

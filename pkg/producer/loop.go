@@ -1,0 +1,553 @@
+package producer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// Stop says why a send ended.
+type Stop uint8
+
+const (
+	// StopNone: the send is still going.
+	StopNone Stop = iota
+	// StopAnswered: the send returns a broker's answer (Result). For a sync
+	// send this is the last answered result: SendOK, a stored-but-not-OK
+	// status, or an earlier answer returned because a later attempt ended the
+	// loop without one (budget spent, a broker error that is not retried).
+	StopAnswered
+	// StopFailed: no answer, and no further attempt (the attempts ran out,
+	// the async budget ran out, or the error is not retried). The reference
+	// throws MQClientException("Send [N] times, still failed").
+	StopFailed
+	// StopCallTimeout: the budget ran out before an attempt could start, with
+	// no earlier answer. The error matches ErrCallTimeout.
+	StopCallTimeout
+	// StopBrokerError: a sync (or first async dispatch) broker error whose
+	// code is not a retry code, with no earlier answer; or (async, after
+	// dispatch) any broker error. The reference throws the MQBrokerException
+	// itself.
+	StopBrokerError
+	// StopCancelled: the attempt was cancelled. The reference throws the
+	// InterruptedException, even when an earlier attempt was answered.
+	StopCancelled
+	// StopAborted: the driver ended the send (Loop.Abort): the producer
+	// closed, the ctx was done before an attempt, the route had no queue.
+	StopAborted
+)
+
+var stopNames = [...]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
+
+// String returns none, answered, failed, call_timeout, broker_error,
+// cancelled or aborted.
+func (s Stop) String() string {
+	if int(s) < len(stopNames) {
+		return stopNames[s]
+	}
+	return "stop(?)"
+}
+
+// FaultUpdate is the fault-table update an attempt calls for: the arguments
+// of latency.Strategy.Update. An empty Broker means there is nothing to
+// update.
+type FaultUpdate struct {
+	Broker    string
+	Latency   time.Duration
+	Isolation bool
+	Reachable bool
+}
+
+// Decision is what Loop.Finish decides after an attempt.
+type Decision struct {
+	// Update is the fault update to make now (Strategy.Update).
+	Update FaultUpdate
+	// Retry is true when the outcome allows another attempt; Next then
+	// decides with the attempts and (async) the budget left. False means the
+	// send is over: Result has its end.
+	Retry bool
+}
+
+// Plan is an attempt about to be made, as Loop.Start returns it.
+type Plan struct {
+	// Attempt counts the send's attempts from 0.
+	Attempt int
+	// Queue is the picked queue.
+	Queue route.MessageQueue
+	// Start is when the attempt starts (the now given to Start).
+	Start time.Time
+	// Timeout is the attempt's own timeout: the budget left (Config.Timeout
+	// minus the time since the send began), capped by
+	// Config.MaxTimeoutPerRequest while another sync attempt remains. Never
+	// negative.
+	Timeout time.Duration
+	// Deadline is Start + Timeout.
+	Deadline time.Time
+}
+
+type loopPhase uint8
+
+const (
+	phaseNext    loopPhase = iota // waiting for Next
+	phaseStart                    // Next said pick; waiting for Start
+	phaseAttempt                  // an attempt is running; waiting for Dispatched/Finish
+	phaseDone
+)
+
+// Loop is the decision state of one send through the fault-tolerant path:
+// RocketMQ's sendDefaultImpl loop (sync, oneway, and the first async
+// dispatch) and MQClientAPIImpl's async retries, as a pure step function. It
+// reads no clock and starts no goroutine: drivers pass the time in, pick with
+// the strategy, run the attempt however they like (a blocking Transport
+// call, a goroutine, a simulated event), and feed the outcome back. The
+// producer's SendSync, SendAsync and SendOneway, the trace runner's send, and
+// a discrete-event simulator all drive the same Loop, so they decide alike.
+//
+// # Driving a Loop
+//
+//	l := producer.NewLoop(policy, producer.KindSync, topic, now)
+//	for {
+//		pi, ok := l.Next(now)                   // 1. may another attempt start?
+//		if !ok {
+//			break
+//		}
+//		pick, ok := strategy.Select(info, pi)  // 2. pick as told
+//		if !ok {
+//			l.Abort(producer.ErrNoRoute)
+//			break
+//		}
+//		plan, ok := l.Start(*pick.Queue, now)   // 3. note the broker, check the budget
+//		if !ok {
+//			break                               //    call timeout
+//		}
+//		// (async only) hand the request over, then make the dispatch update:
+//		//   if u, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { strategy.Update(...) }
+//		o := run(plan)                          // 4. the attempt, ending at plan.Start+o.Elapsed
+//		d := l.Finish(o, strategy.DetectorEnabled())
+//		strategy.Update(d.Update.Broker, d.Update.Latency, d.Update.Isolation, d.Update.Reachable)
+//		now = plan.Start.Add(o.Elapsed)         // (a real driver reads its clock)
+//	}
+//	res, err := l.Result()
+//
+// Next and Start may be given the same now (a pick takes no time in virtual
+// time; the reference reads its clock after the pick, which Start models).
+// Every method tolerates misuse (a call out of order does nothing and
+// reports false or a zero value); none panics.
+//
+// # Sync and oneway (sendDefaultImpl)
+//
+// Sync makes up to 1 + RetryTimes attempts, oneway one. From the second
+// attempt on, Next asks for a pick avoiding the previous attempt's broker
+// and (v5) resetting the index. Start records the picked broker, then stops
+// the send if more than Timeout has passed since it began (StopCallTimeout,
+// or StopAnswered when an earlier attempt was answered). Finish, with
+// latency = the attempt's elapsed time:
+//
+//	outcome            v5 update (isolation, reachable)   v4 isolation   then
+//	answered           false, true                         false          sync: a status other than SendOK retries only with
+//	                                                                      RetryAnotherBrokerWhenNotStoreOK; else the send ends
+//	client error       false, true                         true           retry
+//	transport error    true, !detectorOn                   true           retry
+//	broker error       true, false                         true           retry if a retry code, else end with the last answer
+//	                                                                      or the error (StopBrokerError)
+//	cancelled          false, true                         false          end with the error (StopCancelled)
+//
+// After the last attempt the send returns the last answered result if there
+// is one, else fails (StopFailed) wrapping the last error. (v4 ignores
+// reachable.)
+//
+// # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
+//
+// Async makes up to 1 + AsyncRetryTimes attempts. The first is picked as a
+// sync first attempt is and passes the same budget check. An async attempt
+// has two moments: the request is handed over (dispatch), then its answer or
+// failure arrives. The driver reports the hand-over with Dispatched; for the
+// first attempt that returns the reference's dispatch update (false, true)
+// with the dispatch latency. Finish then applies the reference's response
+// rules:
+//
+//	outcome (after dispatch)           v5 update       v4     then
+//	answered (any status)              false, true     false  end: success callback
+//	broker error                       true, true      true   end, no retry (StopBrokerError)
+//	transport error                    true, true      true   retry
+//	transport error, TransportNotSent  true, false     true   retry (the reference's "could not send" path)
+//	transport error, Overloaded        true, true      true   v5: end, no retry; v4: retry
+//	cancelled                          false, true     false  end (StopCancelled)
+//
+// A failure reported before Dispatched, and a ClientError at any time (the
+// request never left), is a failure before dispatch: on the first attempt it
+// gets the sync table's update and ends the send (the reference's
+// sendDefaultImpl makes one attempt for async, so retry codes only decide
+// between StopFailed and StopBrokerError); on a retry it gets (true, false)
+// and retries. A retry picks with the failed attempt's broker as LastBroker
+// and never resets the index; v5 retries only while the budget left is
+// positive (Next checks it), v4 whatever the budget. A retry's Plan.Timeout is
+// the budget left, uncapped.
+//
+// DESIGN.md's summary says a failed answer of an async send is retried; the
+// reference (5.3.3 and 4.9.8 MQClientAPIImpl.sendMessageAsync) does not retry
+// an answer carrying a broker error code (needRetry=false), and Loop follows
+// the source. Another difference: the reference's async retry re-sends the
+// same request, queue id included, to the broker of the new pick; mqfault
+// sends to the picked queue.
+//
+// A Loop is a value owned by one driver: it is not safe for concurrent use.
+type Loop struct {
+	p     *Policy
+	kind  Kind
+	topic string
+	start time.Time
+	seen  time.Time // the latest time the loop was told of
+
+	phase      loopPhase
+	total      int // attempts allowed
+	attempts   int // attempts started
+	picks      int // brokers recorded: the attempts, plus a pick the budget refused
+	broker     string
+	queue      route.MessageQueue
+	begun      time.Time // start of the current attempt
+	dispatched bool
+
+	answered bool
+	result   Result
+	lastErr  error
+
+	stop Stop
+	err  error
+
+	brokers [4]string // the first picks
+	more    []string  // picks after the fourth
+}
+
+// NewLoop starts the decision state of one send of kind to topic, begun at
+// start (the reference's beginTimestampFirst: before the route lookup, which
+// counts against the budget). A nil policy is Reference5's for v5.
+func NewLoop(p *Policy, kind Kind, topic string, start time.Time) Loop {
+	if p == nil {
+		p = defaultPolicy
+	}
+	if kind > KindOneway {
+		kind = KindSync
+	}
+	return Loop{p: p, kind: kind, topic: topic, start: start, seen: start, total: p.MaxAttempts(kind)}
+}
+
+var defaultPolicy, _ = NewPolicy(Reference5(), latency.ModeV5)
+
+func (l *Loop) see(t time.Time) {
+	if t.After(l.seen) {
+		l.seen = t
+	}
+}
+
+// Next says whether another attempt may start at now, and how to pick its
+// queue: ok=false means the send is over and Result has its end. Calling
+// Next again before Start returns the same answer.
+func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
+	if l.phase != phaseNext && l.phase != phaseStart {
+		return latency.PickInfo{}, false
+	}
+	l.see(now)
+	if l.attempts >= l.total {
+		l.end()
+		return latency.PickInfo{}, false
+	}
+	var pi latency.PickInfo
+	if l.attempts > 0 {
+		pi.LastBroker = l.broker
+		if l.kind == KindAsync {
+			if l.p.mode == latency.ModeV5 && l.p.timeout-now.Sub(l.start) <= 0 {
+				l.end()
+				return latency.PickInfo{}, false
+			}
+		} else {
+			pi.ResetIndex = l.p.mode == latency.ModeV5
+		}
+	}
+	l.phase = phaseStart
+	return pi, true
+}
+
+// Start records the picked queue's broker (as the reference's brokersSent
+// does, before the budget check) and checks the budget at now: ok=false
+// means it ran out (more than Timeout since the send began) and the send is
+// over: StopCallTimeout, or StopAnswered with an earlier answer. Async
+// retries are not checked here (Next did). Otherwise the attempt is on, with
+// the returned plan.
+func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
+	if l.phase != phaseStart {
+		return Plan{}, false
+	}
+	l.see(now)
+	l.record(q.BrokerName)
+	cost := now.Sub(l.start)
+	retry := l.kind == KindAsync && l.attempts > 0
+	if !retry && l.p.timeout < cost {
+		if l.answered {
+			l.finishAnswered()
+		} else {
+			l.fail(StopCallTimeout, l.lastErr)
+		}
+		return Plan{}, false
+	}
+	cur := max(l.p.timeout-cost, 0)
+	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
+		cur = l.p.perRequest
+	}
+	plan := Plan{Attempt: l.attempts, Queue: q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
+	l.attempts++
+	l.phase = phaseAttempt
+	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, q, now, false
+	return plan, true
+}
+
+func (l *Loop) record(broker string) {
+	if l.picks < len(l.brokers) {
+		l.brokers[l.picks] = broker
+	} else {
+		l.more = append(l.more, broker)
+	}
+	l.picks++
+}
+
+// Dispatched reports that an async attempt's request was handed over, elapsed
+// after the attempt started. For the first attempt it returns the
+// reference's dispatch update (isolation false, reachable true) with that
+// latency, ok=true; otherwise (a retry, a sync or oneway send, a second call)
+// nothing. A driver over a blocking Transport calls it when it hands the
+// attempt over, before the outcome is known.
+func (l *Loop) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
+	if l.phase != phaseAttempt || l.kind != KindAsync || l.dispatched {
+		return FaultUpdate{}, false
+	}
+	l.dispatched = true
+	l.see(l.begun.Add(elapsed))
+	if l.attempts != 1 {
+		return FaultUpdate{}, false
+	}
+	return FaultUpdate{Broker: l.broker, Latency: elapsed, Reachable: true}, true
+}
+
+// Finish takes the current attempt's outcome (o.Elapsed after its start) and
+// returns the fault update to make and whether another attempt may follow,
+// by the rules in the Loop documentation. detectorOn is the strategy's
+// detector switch at this moment (Strategy.DetectorEnabled); it decides the
+// reachable flag of a sync transport error in v5.
+func (l *Loop) Finish(o Outcome, detectorOn bool) Decision {
+	if l.phase != phaseAttempt {
+		return Decision{}
+	}
+	l.phase = phaseNext
+	l.see(l.begun.Add(o.Elapsed))
+	if o.Class != ClassAnswered {
+		l.lastErr = o.Err
+		if l.lastErr == nil {
+			l.lastErr = errNoDetail(o)
+		}
+	}
+	if l.kind == KindAsync {
+		return l.finishAsync(o, detectorOn)
+	}
+	return l.finishDefault(o, detectorOn)
+}
+
+// update builds the fault update for the current attempt; v4 ignores
+// reachable, and mqfault reports it as true there.
+func (l *Loop) update(o Outcome, isolation, reachable bool) FaultUpdate {
+	if l.p.mode == latency.ModeV4 {
+		reachable = true
+	}
+	return FaultUpdate{Broker: l.broker, Latency: o.Elapsed, Isolation: isolation, Reachable: reachable}
+}
+
+// finishDefault is sendDefaultImpl's handling of one attempt.
+func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
+	v4 := l.p.mode == latency.ModeV4
+	switch o.Class {
+	case ClassAnswered:
+		d := Decision{Update: l.update(o, false, true)}
+		l.answered, l.result = true, o.Result
+		if l.result.Queue == (route.MessageQueue{}) {
+			l.result.Queue = l.queue
+		}
+		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
+			d.Retry = true
+			return d
+		}
+		l.finishAnswered()
+		return d
+	case ClassClient:
+		return Decision{Update: l.update(o, v4, true), Retry: true}
+	case ClassBroker:
+		d := Decision{Update: l.update(o, true, false)}
+		if l.p.IsRetryCode(o.Code) {
+			d.Retry = true
+			return d
+		}
+		if l.answered {
+			l.finishAnswered()
+		} else {
+			l.fail(StopBrokerError, l.lastErr)
+		}
+		return d
+	case ClassCancelled:
+		l.fail(StopCancelled, l.lastErr)
+		return Decision{Update: l.update(o, false, true)}
+	default: // ClassTransport
+		return Decision{Update: l.update(o, true, !detectorOn), Retry: true}
+	}
+}
+
+// finishAsync is MQClientAPIImpl's handling of an async attempt, and
+// sendDefaultImpl's for a first attempt that failed before dispatch.
+func (l *Loop) finishAsync(o Outcome, detectorOn bool) Decision {
+	v4 := l.p.mode == latency.ModeV4
+	first := l.attempts == 1
+	beforeDispatch := o.Class == ClassClient || (!l.dispatched && o.Class != ClassAnswered && o.Class != ClassCancelled)
+	if beforeDispatch {
+		if first {
+			d := l.finishDefault(o, detectorOn)
+			if d.Retry {
+				d.Retry = false
+				l.end()
+			}
+			return d
+		}
+		return Decision{Update: l.update(o, true, false), Retry: true}
+	}
+	switch o.Class {
+	case ClassAnswered:
+		d := Decision{Update: l.update(o, false, true)}
+		l.answered, l.result = true, o.Result
+		if l.result.Queue == (route.MessageQueue{}) {
+			l.result.Queue = l.queue
+		}
+		l.finishAnswered()
+		return d
+	case ClassBroker:
+		l.fail(StopBrokerError, l.lastErr)
+		return Decision{Update: l.update(o, true, true)}
+	case ClassCancelled:
+		l.fail(StopCancelled, l.lastErr)
+		return Decision{Update: l.update(o, false, true)}
+	}
+	switch {
+	case o.Transport == TransportNotSent:
+		return Decision{Update: l.update(o, true, false), Retry: true}
+	case o.Transport == TransportOverloaded && !v4:
+		l.fail(StopFailed, l.lastErr)
+		return Decision{Update: l.update(o, true, true)}
+	}
+	return Decision{Update: l.update(o, true, true), Retry: true}
+}
+
+// Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
+// unless it is already over. A sync send with an earlier answer returns that
+// answer instead, as the reference does whenever its loop ends early.
+func (l *Loop) Abort(err error) {
+	if l.phase == phaseDone {
+		return
+	}
+	if l.answered && l.kind == KindSync {
+		l.finishAnswered()
+		return
+	}
+	if err == nil {
+		err = errAborted
+	}
+	l.lastErr = err
+	l.fail(StopAborted, err)
+}
+
+var errAborted = errors.New("producer: send aborted")
+
+// end closes the loop when no attempt may follow.
+func (l *Loop) end() {
+	if l.answered {
+		l.finishAnswered()
+		return
+	}
+	l.fail(StopFailed, l.lastErr)
+}
+
+func (l *Loop) finishAnswered() {
+	l.stop, l.phase = StopAnswered, phaseDone
+}
+
+func (l *Loop) fail(stop Stop, cause error) {
+	l.stop, l.phase = stop, phaseDone
+	l.err = &SendError{
+		Topic:    l.topic,
+		Kind:     l.kind,
+		Attempts: l.attempts,
+		Brokers:  l.brokerList(l.attempts),
+		Elapsed:  l.seen.Sub(l.start),
+		Stop:     stop,
+		Err:      cause,
+	}
+}
+
+// errNoDetail stands in for an outcome that came without an error value.
+func errNoDetail(o Outcome) error {
+	switch o.Class {
+	case ClassClient:
+		return &ClientError{Err: errors.New("client error")}
+	case ClassBroker:
+		return &BrokerError{Code: o.Code}
+	case ClassCancelled:
+		return ErrInterrupted
+	}
+	return &TransportError{Kind: o.Transport, Err: errors.New("transport error")}
+}
+
+// Done reports whether the send is over.
+func (l *Loop) Done() bool { return l.phase == phaseDone }
+
+// Stop returns why the send ended (StopNone while it goes on).
+func (l *Loop) Stop() Stop { return l.stop }
+
+// Kind returns the send's kind.
+func (l *Loop) Kind() Kind { return l.kind }
+
+// Attempts returns how many attempts have started.
+func (l *Loop) Attempts() int { return l.attempts }
+
+// Elapsed returns the time from the send's start to the latest time the loop
+// was told of (by Next, Start, Dispatched or an outcome's end).
+func (l *Loop) Elapsed() time.Duration { return l.seen.Sub(l.start) }
+
+// BrokersSent returns the broker of every pick in order, as the reference's
+// brokersSent: each attempt's, plus the one picked for an attempt the budget
+// then refused.
+func (l *Loop) BrokersSent() []string { return l.brokerList(l.picks) }
+
+func (l *Loop) brokerList(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := range min(n, len(l.brokers)) {
+		out = append(out, l.brokers[i])
+	}
+	if n > len(l.brokers) {
+		out = append(out, l.more[:n-len(l.brokers)]...)
+	}
+	return out
+}
+
+// errLoopRunning is Result's answer before the send is over.
+var errLoopRunning = errors.New("producer: Loop.Result called before the send ended")
+
+// Result returns how the send ended: the answer (StopAnswered), or a
+// *SendError wrapping the last attempt's error.
+func (l *Loop) Result() (Result, error) {
+	switch {
+	case l.phase != phaseDone:
+		return Result{}, errLoopRunning
+	case l.stop == StopAnswered:
+		return l.result, nil
+	}
+	return Result{}, l.err
+}

@@ -1,0 +1,227 @@
+package producer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// routeCache keeps a publish info per topic, converted from what the
+// RouteSource returns. A send finds its topic's publish info with one atomic
+// load and a map lookup; a miss looks the topic up, one lookup per topic at a
+// time. A refresh asks again for every known topic and rebuilds a publish
+// info only when its route data changed, so the round-robin index survives an
+// unchanged route as it does in the reference.
+type routeCache struct {
+	src     RouteSource
+	opts    []route.Option
+	group   singleflight.Group
+	changed func(entries map[string]*routeEntry) // called after every change, outside mu
+
+	mu      sync.Mutex                          // serializes changes to entries
+	entries atomic.Pointer[map[string]*routeEntry] // copy on write
+}
+
+type routeEntry struct {
+	data *route.TopicRouteData
+	info *route.PublishInfo
+}
+
+var errNoWritableQueue = errors.New("the route has no writable queue on a broker with a master")
+
+func newRouteCache(src RouteSource, opts []route.Option, changed func(map[string]*routeEntry)) *routeCache {
+	c := &routeCache{src: src, opts: opts, changed: changed}
+	m := map[string]*routeEntry{}
+	c.entries.Store(&m)
+	return c
+}
+
+// get returns topic's publish info, looking the topic up when it is not
+// cached. The error is a *RouteError.
+func (c *routeCache) get(ctx context.Context, topic string) (*route.PublishInfo, error) {
+	if e := (*c.entries.Load())[topic]; e != nil {
+		return e.info, nil
+	}
+	v, err, _ := c.group.Do(topic, func() (any, error) {
+		if e := (*c.entries.Load())[topic]; e != nil {
+			return e.info, nil
+		}
+		data, err := c.src.Lookup(ctx, topic)
+		e, err := c.convert(topic, data, err)
+		if err != nil {
+			return nil, err
+		}
+		c.swap(func(m map[string]*routeEntry) bool {
+			m[topic] = e
+			return true
+		})
+		return e.info, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*route.PublishInfo), nil
+}
+
+func (c *routeCache) convert(topic string, data *route.TopicRouteData, err error) (*routeEntry, error) {
+	if err != nil {
+		return nil, &RouteError{Topic: topic, Err: err}
+	}
+	if data == nil {
+		return nil, &RouteError{Topic: topic, Err: ErrNoRoute}
+	}
+	info, err := route.NewPublishInfo(topic, data, c.opts...)
+	if err != nil {
+		return nil, &RouteError{Topic: topic, Err: err}
+	}
+	if !info.OK() {
+		return nil, &RouteError{Topic: topic, Err: errNoWritableQueue}
+	}
+	return &routeEntry{data: data, info: info}, nil
+}
+
+// swap applies change to a copy of the entries and installs it when change
+// reports a change; then it tells c.changed.
+func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
+	c.mu.Lock()
+	m := maps.Clone(*c.entries.Load())
+	if !change(m) {
+		c.mu.Unlock()
+		return
+	}
+	c.entries.Store(&m)
+	c.mu.Unlock()
+	if c.changed != nil {
+		c.changed(m)
+	}
+}
+
+// refresh asks the source again for every cached topic. A failed lookup
+// keeps the cached route (the reference keeps it too); a topic that is gone
+// or has no writable queue left is dropped, so its next send looks it up and
+// fails with ErrNoRoute; a changed route gets a new publish info. It returns
+// the first lookup error, for the caller to log.
+func (c *routeCache) refresh(ctx context.Context) error {
+	var firstErr error
+	type change struct {
+		old, new *routeEntry // new nil: drop
+	}
+	var changes map[string]change
+	for topic, old := range *c.entries.Load() {
+		if ctx.Err() != nil {
+			break
+		}
+		data, err := c.src.Lookup(ctx, topic)
+		if err != nil && !errors.Is(err, ErrNoRoute) {
+			firstErr = cmp.Or(firstErr, error(&RouteError{Topic: topic, Err: err}))
+			continue
+		}
+		if err == nil && data != nil && routeDataEqual(old.data, data) {
+			continue
+		}
+		e, cerr := c.convert(topic, data, err)
+		if errors.Is(cerr, route.ErrInvalidRoute) { // keep what worked
+			firstErr = cmp.Or(firstErr, cerr)
+			continue
+		}
+		if changes == nil {
+			changes = map[string]change{}
+		}
+		changes[topic] = change{old: old, new: e}
+	}
+	if len(changes) == 0 {
+		return firstErr
+	}
+	c.swap(func(m map[string]*routeEntry) bool {
+		changed := false
+		for topic, ch := range changes {
+			if m[topic] != ch.old { // a lookup replaced it meanwhile
+				continue
+			}
+			changed = true
+			if ch.new == nil {
+				delete(m, topic)
+			} else {
+				m[topic] = ch.new
+			}
+		}
+		return changed
+	})
+	return firstErr
+}
+
+// routeDataEqual reports whether two route data describe the same route,
+// whatever the order of their queue and broker data (the reference's
+// topicRouteDataChanged compares sorted copies).
+func routeDataEqual(a, b *route.TopicRouteData) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	if (a.OrderTopicConf == nil) != (b.OrderTopicConf == nil) ||
+		(a.OrderTopicConf != nil && *a.OrderTopicConf != *b.OrderTopicConf) {
+		return false
+	}
+	if len(a.QueueDatas) != len(b.QueueDatas) || len(a.BrokerDatas) != len(b.BrokerDatas) ||
+		len(a.TopicQueueMappingByBroker) != len(b.TopicQueueMappingByBroker) {
+		return false
+	}
+	byQueue := func(x, y route.QueueData) int { return cmp.Compare(x.BrokerName, y.BrokerName) }
+	qa := slices.SortedStableFunc(slices.Values(a.QueueDatas), byQueue)
+	qb := slices.SortedStableFunc(slices.Values(b.QueueDatas), byQueue)
+	if !slices.Equal(qa, qb) {
+		return false
+	}
+	byBroker := func(x, y route.BrokerData) int { return cmp.Compare(x.BrokerName, y.BrokerName) }
+	ba := slices.SortedStableFunc(slices.Values(a.BrokerDatas), byBroker)
+	bb := slices.SortedStableFunc(slices.Values(b.BrokerDatas), byBroker)
+	for i := range ba {
+		if ba[i].Cluster != bb[i].Cluster || ba[i].BrokerName != bb[i].BrokerName || !maps.Equal(ba[i].BrokerAddrs, bb[i].BrokerAddrs) {
+			return false
+		}
+	}
+	for k, ma := range a.TopicQueueMappingByBroker {
+		mb, ok := b.TopicQueueMappingByBroker[k]
+		if !ok || !mappingEqual(ma, mb) {
+			return false
+		}
+	}
+	return true
+}
+
+func mappingEqual(a, b route.TopicQueueMappingInfo) bool {
+	if (a.Scope == nil) != (b.Scope == nil) || (a.Scope != nil && *a.Scope != *b.Scope) {
+		return false
+	}
+	return a.Topic == b.Topic && a.TotalQueues == b.TotalQueues && a.BrokerName == b.BrokerName &&
+		a.Epoch == b.Epoch && a.Dirty == b.Dirty && maps.Equal(a.CurrIDMap, b.CurrIDMap)
+}
+
+// knownBrokers returns every broker name the entries' routes mention: their
+// queues' brokers (logical names of static topics included) and the brokers
+// of their queue and broker data.
+func knownBrokers(entries map[string]*routeEntry) map[string]struct{} {
+	names := map[string]struct{}{}
+	for _, e := range entries {
+		for _, b := range e.info.Brokers() {
+			names[b] = struct{}{}
+		}
+		for _, q := range e.data.QueueDatas {
+			names[q.BrokerName] = struct{}{}
+		}
+		for _, b := range e.data.BrokerDatas {
+			names[b.BrokerName] = struct{}{}
+		}
+	}
+	return names
+}
