@@ -26,7 +26,7 @@ type routeCache struct {
 	group   singleflight.Group
 	changed func(entries map[string]*routeEntry) // called after every change, outside mu
 
-	mu      sync.Mutex                          // serializes changes to entries
+	mu      sync.Mutex                             // serializes changes to entries
 	entries atomic.Pointer[map[string]*routeEntry] // copy on write
 }
 
