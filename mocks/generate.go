@@ -10,3 +10,4 @@ package mocks
 
 //go:generate go run go.uber.org/mock/mockgen -typed -destination=route.go -package=mocks github.com/mqfault/mqfault/pkg/route QueueFilter,RandomSource
 //go:generate go run go.uber.org/mock/mockgen -typed -destination=latency.go -package=mocks github.com/mqfault/mqfault/pkg/latency Clock,Timer,Ticker,Resolver,ServiceDetector,DurationTable,FaultTolerance,Observer
+//go:generate go run go.uber.org/mock/mockgen -typed -destination=producer.go -package=mocks -mock_names=Observer=MockProducerObserver github.com/mqfault/mqfault/pkg/producer Transport,RouteSource,Selector,Observer
