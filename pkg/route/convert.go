@@ -12,6 +12,10 @@ import (
 // data asking for more is refused rather than allocated.
 const MaxQueuesPerBroker = 1 << 16
 
+// maxQueues bounds the queues of one topic, whatever its kind; route data
+// that would make more is refused before anything is allocated.
+const maxQueues = 16 * MaxQueuesPerBroker
+
 // NewPublishInfo converts route data to a publish info the way the reference
 // does (Java MQClientInstance.topicRouteData2TopicPublishInfo):
 //
@@ -32,9 +36,7 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 	if data == nil {
 		return nil, &Error{Topic: topic, Field: "route data", Reason: "is nil"}
 	}
-	sorted := slices.Clone(data.QueueDatas)
-	slices.SortStableFunc(sorted, func(a, b QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
-	for i, qd := range sorted {
+	for i, qd := range data.QueueDatas {
 		if qd.BrokerName == "" {
 			return nil, &Error{Topic: topic, Field: "queueDatas[" + itoa(i) + "].brokerName", Reason: "is empty"}
 		}
@@ -43,6 +45,8 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 				Reason: "must be between 0 and " + itoa(MaxQueuesPerBroker)}
 		}
 	}
+	sorted := slices.Clone(data.QueueDatas)
+	slices.SortStableFunc(sorted, func(a, b QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 	writeNums := make(map[string]int)
 	for _, qd := range sorted {
 		if _, seen := writeNums[qd.BrokerName]; !seen && Writable(qd.Perm) {
@@ -65,7 +69,12 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 		return newPublishInfo(topic, queues, false, writeNums, opts), nil
 	}
 
-	var queues []MessageQueue
+	type share struct {
+		broker string
+		nums   int
+	}
+	var shares []share
+	total := 0
 	for _, qd := range sorted {
 		if !Writable(qd.Perm) {
 			continue
@@ -77,8 +86,16 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 		if _, ok := bd.MasterAddr(); !ok {
 			continue
 		}
-		for i := range qd.WriteQueueNums {
-			queues = append(queues, MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: i})
+		if total += qd.WriteQueueNums; total > maxQueues {
+			return nil, &Error{Topic: topic, Field: "queueDatas", Value: itoa(len(data.QueueDatas)) + " entries",
+				Reason: "bring the topic over " + itoa(maxQueues) + " queues"}
+		}
+		shares = append(shares, share{qd.BrokerName, qd.WriteQueueNums})
+	}
+	queues := make([]MessageQueue, 0, total)
+	for _, sh := range shares {
+		for i := range sh.nums {
+			queues = append(queues, MessageQueue{Topic: topic, BrokerName: sh.broker, QueueID: i})
 		}
 	}
 	return newPublishInfo(topic, queues, false, writeNums, opts), nil
@@ -100,7 +117,12 @@ func parseOrderConf(topic, conf string) ([]MessageQueue, error) {
 	bad := func(entry, reason string) error {
 		return &Error{Topic: topic, Field: "orderTopicConf", Value: conf, Reason: "entry " + strconv.Quote(entry) + " " + reason}
 	}
-	var queues []MessageQueue
+	type share struct {
+		broker string
+		nums   int
+	}
+	var shares []share
+	total := 0
 	for _, entry := range javaSplit(conf, ";") {
 		item := javaSplit(entry, ":")
 		if len(item) < 2 {
@@ -116,11 +138,15 @@ func parseOrderConf(topic, conf string) ([]MessageQueue, error) {
 		if nums < 0 || nums > MaxQueuesPerBroker {
 			return nil, bad(entry, "has a count outside 0.."+itoa(MaxQueuesPerBroker))
 		}
-		for i := range int(nums) {
-			queues = append(queues, MessageQueue{Topic: topic, BrokerName: item[0], QueueID: i})
+		if total += int(nums); total > maxQueues {
+			return nil, bad(entry, "brings the topic over "+itoa(maxQueues)+" queues")
 		}
-		if len(queues) > 16*MaxQueuesPerBroker {
-			return nil, bad(entry, "brings the topic over "+itoa(16*MaxQueuesPerBroker)+" queues")
+		shares = append(shares, share{item[0], int(nums)})
+	}
+	queues := make([]MessageQueue, 0, total)
+	for _, sh := range shares {
+		for i := range sh.nums {
+			queues = append(queues, MessageQueue{Topic: topic, BrokerName: sh.broker, QueueID: i})
 		}
 	}
 	return queues, nil
@@ -173,9 +199,11 @@ func MockBrokerName(scope string) string {
 // (ClientMetadata.topicRouteData2EndpointsForStaticTopic): per scope, queue ids
 // 0..max-1 where max is the largest TotalQueues among that scope's mappings
 // whose epoch is at least -1 (the reference compares against a running
-// maximum epoch it never raises from -1).
+// maximum epoch it never raises from -1). The reference collects the queues
+// in a map keyed by queue, so two scopes with the same mock broker name
+// ("__global__" and "global__") yield each queue once.
 func staticQueues(topic string, mappings map[string]TopicQueueMappingInfo) ([]MessageQueue, error) {
-	totals := make(map[string]int)
+	totals := make(map[string]int) // mock broker name -> queue count
 	for broker, info := range mappings {
 		if info.Scope == nil {
 			continue
@@ -184,17 +212,21 @@ func staticQueues(topic string, mappings map[string]TopicQueueMappingInfo) ([]Me
 			return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker[" + broker + "].totalQueues",
 				Value: itoa(info.TotalQueues), Reason: "is over " + itoa(MaxQueuesPerBroker)}
 		}
-		scope := *info.Scope
-		if _, ok := totals[scope]; !ok {
-			totals[scope] = 0
-		}
-		if info.Epoch >= -1 && info.TotalQueues > totals[scope] {
-			totals[scope] = info.TotalQueues
+		name := MockBrokerName(*info.Scope)
+		if info.Epoch >= -1 && info.TotalQueues > totals[name] {
+			totals[name] = info.TotalQueues
 		}
 	}
-	var queues []MessageQueue
-	for scope, total := range totals {
-		name := MockBrokerName(scope)
+	sum := 0
+	for _, total := range totals {
+		sum += total
+	}
+	if sum > maxQueues {
+		return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker", Value: itoa(len(totals)) + " scopes",
+			Reason: "bring the topic over " + itoa(maxQueues) + " queues"}
+	}
+	queues := make([]MessageQueue, 0, sum)
+	for name, total := range totals {
 		for i := range total {
 			queues = append(queues, MessageQueue{Topic: topic, BrokerName: name, QueueID: i})
 		}
