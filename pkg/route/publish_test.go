@@ -102,7 +102,7 @@ func TestSelectNoFiltersAndSelectAny(t *testing.T) {
 	}{
 		{"from 0", 0, "b:0"},
 		{"from 2", 2, "a:0"},
-		{"at MaxInt32", math.MaxInt32, "a:0"},     // next() = MinInt32 & mask = 0
+		{"at MaxInt32", math.MaxInt32, "a:0"},       // next() = MinInt32 & mask = 0
 		{"at MaxInt32-1", math.MaxInt32 - 1, "b:0"}, // next() = MaxInt32, % 3 = 1
 	}
 	for _, tt := range tests {
