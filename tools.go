@@ -7,4 +7,6 @@ package tools
 import (
 	_ "github.com/google/wire/cmd/wire"
 	_ "go.uber.org/mock/mockgen"
+	_ "google.golang.org/grpc/cmd/protoc-gen-go-grpc"
+	_ "google.golang.org/protobuf/cmd/protoc-gen-go"
 )
