@@ -590,3 +590,92 @@ func TestUnknownCodeFromTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSends has goroutines share a producer over two brokers:
+// every message is logged exactly once, under the offset its result names.
+func TestConcurrentSends(t *testing.T) {
+	c := newCluster(t, "broker-a", "broker-b")
+	p := newProducer(t, c) // the client's round-robin selector
+	const workers, perWorker = 8, 25
+	type result struct {
+		uniq, broker string
+		queue        int
+		offset       int64
+	}
+	results := make(chan result, workers*perWorker)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				res, err := send(p, hangGuard, primitive.NewMessage(topic, []byte(fmt.Sprintf("%d-%d", w, i))))
+				if err != nil {
+					t.Errorf("SendSync() error = %v", err)
+					return
+				}
+				results <- result{res.MsgID, res.MessageQueue.BrokerName, res.MessageQueue.QueueId, res.QueueOffset}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+
+	logged := make(map[string]result)
+	for name, b := range c.brokers {
+		for _, r := range b.Sends() {
+			if _, dup := logged[r.UniqKey()]; dup {
+				t.Errorf("unique key %s logged twice", r.UniqKey())
+			}
+			logged[r.UniqKey()] = result{r.UniqKey(), name, r.QueueID, r.QueueOffset}
+		}
+	}
+	n := 0
+	for res := range results {
+		n++
+		if got := logged[res.uniq]; got != res {
+			t.Errorf("broker logged %+v, client got %+v", got, res)
+		}
+	}
+	if n != workers*perWorker || len(logged) != n {
+		t.Errorf("%d results, %d logged sends, want %d of each", n, len(logged), workers*perWorker)
+	}
+}
+
+// TestRetryAfterDeadlineV212 records that v2.1.2 goes on retrying after the
+// ctx deadline passed: each later attempt is still written to the broker
+// (the write deadline comes from the remoting config, not ctx) and fails at
+// once as a timeout, so the broker gets the message once per attempt.
+func TestRetryAfterDeadlineV212(t *testing.T) {
+	c := newCluster(t, "broker-a")
+	b := c.brokers["broker-a"]
+	p := newProducer(t, c, producer.WithQueueSelector(&fixedSelector{broker: "broker-a", queue: 0}), producer.WithRetry(2))
+	if _, err := send(p, hangGuard, primitive.NewMessage(topic, []byte("connect"))); err != nil {
+		t.Fatalf("SendSync() error = %v", err)
+	}
+	b.ResetLog()
+	if err := b.SetFault(remotingtest.Fault{Drop: true}); err != nil {
+		t.Fatalf("SetFault() error = %v", err)
+	}
+	if _, err := send(p, attemptTimeout, primitive.NewMessage(topic, []byte("x"))); !errors.Is(err, rmqerrors.ErrRequestTimeout) {
+		t.Errorf("SendSync() error = %v, want ErrRequestTimeout", err)
+	}
+	await(t, b, func(rs []remotingtest.Request) bool { return len(sendsOf(rs)) >= 3 })
+	sends := b.Sends()
+	if len(sends) != 3 {
+		t.Errorf("broker sends = %v, want 3 attempts", sends)
+	}
+	for _, r := range sends {
+		if r.Outcome != remotingtest.OutcomeDropped || r.UniqKey() != sends[0].UniqKey() {
+			t.Errorf("broker logged %v, want dropped attempts of one message", r)
+		}
+	}
+}
+
+func sendsOf(rs []remotingtest.Request) []remotingtest.Request {
+	var out []remotingtest.Request
+	for _, r := range rs {
+		if r.IsSend() {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -23,13 +23,13 @@ var quietLogger = slog.New(slog.DiscardHandler)
 
 // rawClient speaks the wire format directly, to send what the Go client never would.
 type rawClient struct {
-	t      *testing.T
+	t      testing.TB
 	conn   net.Conn
 	r      *bufio.Reader
 	opaque int32
 }
 
-func dialRaw(t *testing.T, addr string) *rawClient {
+func dialRaw(t testing.TB, addr string) *rawClient {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
