@@ -126,6 +126,9 @@ func (c *ManualClock) moveTo(target time.Time) {
 		f := t.f
 		if t.period > 0 {
 			t.when = t.when.Add(t.period)
+			if t.step && !t.when.After(target) {
+				t.when = target.Add(1) // once per move of the clock
+			}
 			c.seq++
 			t.seq = c.seq
 			heap.Push(&c.timers, t)
@@ -133,6 +136,9 @@ func (c *ManualClock) moveTo(target time.Time) {
 		c.mu.Unlock()
 		f()
 		c.mu.Lock()
+		if c.now.After(target) {
+			target = c.now // a callback moved the clock: fire what fell due on the way
+		}
 	}
 	if target.After(c.now) {
 		c.now = target
@@ -168,13 +174,16 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
-// NewTicker returns a ticker firing every d of manual time; d must be > 0.
+// NewTicker returns a ticker firing every d of manual time. A d <= 0 (where
+// time.NewTicker panics) gives a ticker that fires once on each Advance or Set
+// that moves the clock forward.
 func (c *ManualClock) NewTicker(d time.Duration) Ticker {
+	step := false
 	if d <= 0 {
-		d = 1 // time.NewTicker panics here; a manual clock just ticks each step
+		d, step = 1, true
 	}
 	ch := make(chan time.Time, 1)
-	t := &manualTimer{c: c, period: d, index: -1, ch: ch}
+	t := &manualTimer{c: c, period: d, step: step, index: -1, ch: ch}
 	t.f = func() {
 		select {
 		case ch <- c.nowLocked():
@@ -212,7 +221,8 @@ type manualTimer struct {
 	when   time.Time
 	seq    uint64
 	period time.Duration
-	index  int // position in the heap, -1 when not pending
+	step   bool // a ticker made with d <= 0: at most one tick per move
+	index  int  // position in the heap, -1 when not pending
 	ch     chan time.Time
 }
 
