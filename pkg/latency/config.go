@@ -112,6 +112,24 @@ func (c Config) Validate() error {
 		if f == nil {
 			return &ConfigError{Field: "Filters", Value: i, Reason: "filter is nil"}
 		}
+		if fn, ok := f.(route.QueueFilterFunc); ok && fn == nil {
+			return &ConfigError{Field: "Filters", Value: i, Reason: "filter is a nil QueueFilterFunc"}
+		}
+	}
+	if c.Durations != nil && nilTable(c.Durations) {
+		return &ConfigError{Field: "Durations", Value: c.Durations, Reason: "is a nil table (leave it nil for the mode's own)"}
 	}
 	return nil
+}
+
+// nilTable reports whether t is a typed nil of the package's own table types,
+// which would panic when consulted.
+func nilTable(t DurationTable) bool {
+	switch v := t.(type) {
+	case *StepTable:
+		return v == nil
+	case DurationTableFunc:
+		return v == nil
+	}
+	return false
 }

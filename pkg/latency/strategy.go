@@ -205,9 +205,10 @@ func (s *Strategy) SetDetector(on bool) {
 // DetectorEnabled reports the detector switch.
 func (s *Strategy) DetectorEnabled() bool { return s.detectorOn.Load() }
 
-// SetDurations replaces the duration table; safe to call at any time.
+// SetDurations replaces the duration table; safe to call at any time. A nil
+// table is ignored.
 func (s *Strategy) SetDurations(t DurationTable) {
-	if t != nil {
+	if t != nil && !nilTable(t) {
 		s.durations.Store(&durationsBox{t})
 	}
 }

@@ -1,0 +1,342 @@
+package latency_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+func msd(v ...int64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Millisecond
+	}
+	return out
+}
+
+func TestDurationPresets(t *testing.T) {
+	tests := []struct {
+		name               string
+		table              *latency.StepTable
+		latencyMax, notAva []time.Duration
+	}{
+		{"v5", latency.V5Durations(), msd(50, 100, 550, 1800, 3000, 5000, 15000), msd(0, 0, 2000, 5000, 6000, 10000, 30000)},
+		{"v4", latency.V4Durations(), msd(50, 100, 550, 1000, 2000, 3000, 15000), msd(0, 0, 30000, 60000, 120000, 180000, 600000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lm, na := tt.table.Columns()
+			if !slices.Equal(lm, tt.latencyMax) || !slices.Equal(na, tt.notAva) {
+				t.Errorf("Columns() = %v, %v, want %v, %v", lm, na, tt.latencyMax, tt.notAva)
+			}
+			lm[0] = time.Hour // Columns returns copies
+			if lm2, _ := tt.table.Columns(); lm2[0] != tt.latencyMax[0] {
+				t.Errorf("Columns() returned the table's own slice")
+			}
+			if _, err := latency.NewStepTable(tt.latencyMax, tt.notAva); err != nil {
+				t.Errorf("NewStepTable(preset) error = %v", err)
+			}
+		})
+	}
+}
+
+// TestDurationBoundaries: the first threshold <= latency, scanning down,
+// gives the isolation; a latency exactly at a threshold takes it.
+func TestDurationBoundaries(t *testing.T) {
+	tests := []struct {
+		table   string
+		latency int64
+		want    int64
+	}{
+		{"v5", 0, 0},
+		{"v5", 49, 0},
+		{"v5", 50, 0},
+		{"v5", 549, 0},
+		{"v5", 550, 2000},
+		{"v5", 1799, 2000},
+		{"v5", 1800, 5000},
+		{"v5", 3000, 6000},
+		{"v5", 4999, 6000},
+		{"v5", 5000, 10000},
+		{"v5", 10000, 10000}, // a failed send's charge
+		{"v5", 14999, 10000},
+		{"v5", 15000, 30000},
+		{"v5", 1 << 40, 30000},
+		{"v5", -5, 0},
+		{"v4", 549, 0},
+		{"v4", 550, 30000},
+		{"v4", 1000, 60000},
+		{"v4", 2000, 120000},
+		{"v4", 3000, 180000},
+		{"v4", 14999, 180000},
+		{"v4", 15000, 600000},
+		{"v4", 30000, 600000}, // a failed send's charge: ten minutes
+	}
+	tables := map[string]latency.DurationTable{"v5": latency.V5Durations(), "v4": latency.V4Durations()}
+	for _, tt := range tests {
+		t.Run(tt.table+"/"+itoa(tt.latency), func(t *testing.T) {
+			got := tables[tt.table].Isolation(time.Duration(tt.latency) * time.Millisecond)
+			if want := time.Duration(tt.want) * time.Millisecond; got != want {
+				t.Errorf("Isolation(%dms) = %v, want %v", tt.latency, got, want)
+			}
+		})
+	}
+}
+
+func TestNewStepTable(t *testing.T) {
+	tests := []struct {
+		name               string
+		latencyMax, notAva []time.Duration
+		wantField          string // "" means valid
+	}{
+		{"empty", nil, nil, ""},
+		{"one step", msd(10), msd(5), ""},
+		{"unequal lengths, thresholds longer", msd(1, 2, 3), msd(1, 2), "duration table"},
+		{"unequal lengths, durations longer", msd(1, 2), msd(1, 2, 3), "duration table"},
+		{"equal thresholds", msd(1, 2, 2), msd(1, 2, 3), "latencyMax[2]"},
+		{"descending thresholds", msd(1, 3, 2), msd(1, 2, 3), "latencyMax[2]"},
+		{"negative threshold", msd(-1, 2), msd(1, 2), "latencyMax[0]"},
+		{"negative duration", msd(1, 2), msd(1, -2), "notAvailableDuration[1]"},
+		{"durations need not ascend", msd(1, 2), msd(9, 1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := latency.NewStepTable(tt.latencyMax, tt.notAva)
+			if tt.wantField == "" {
+				if err != nil || table == nil {
+					t.Fatalf("NewStepTable() = %v, %v, want a table", table, err)
+				}
+				return
+			}
+			if table != nil {
+				t.Errorf("NewStepTable() = %v, want nil", table)
+			}
+			if !errors.Is(err, latency.ErrInvalidConfig) {
+				t.Fatalf("NewStepTable() error = %v, want one matching ErrInvalidConfig", err)
+			}
+			var ce *latency.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField {
+				t.Errorf("NewStepTable() error = %#v, want a *ConfigError for %s", err, tt.wantField)
+			}
+			if !strings.HasPrefix(err.Error(), "latency: "+tt.wantField+" = ") {
+				t.Errorf("Error() = %q, want it to start with the field", err)
+			}
+		})
+	}
+}
+
+func TestNewStepTableCopiesColumns(t *testing.T) {
+	lm, na := msd(10, 20), msd(100, 200)
+	table, err := latency.NewStepTable(lm, na)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm[0], na[1] = time.Hour, time.Hour
+	if got := table.Isolation(25 * time.Millisecond); got != 200*time.Millisecond {
+		t.Errorf("Isolation(25ms) after the caller changed its slices = %v, want 200ms", got)
+	}
+	if got := table.Isolation(9 * time.Millisecond); got != 0 {
+		t.Errorf("Isolation(9ms) = %v, want 0 below the first threshold", got)
+	}
+}
+
+func TestMustStepTable(t *testing.T) {
+	if got := latency.MustStepTable(msd(1), msd(2)).Isolation(time.Millisecond); got != 2*time.Millisecond {
+		t.Errorf("MustStepTable(valid).Isolation(1ms) = %v, want 2ms", got)
+	}
+	defer func() {
+		r := recover()
+		err, ok := r.(error)
+		if !ok || !errors.Is(err, latency.ErrInvalidConfig) {
+			t.Errorf("MustStepTable(invalid) panicked with %v, want an ErrInvalidConfig error", r)
+		}
+	}()
+	latency.MustStepTable(msd(1, 2), msd(1))
+}
+
+func TestDurationTableFunc(t *testing.T) {
+	f := latency.DurationTableFunc(func(l time.Duration) time.Duration { return 2 * l })
+	if got := f.Isolation(time.Second); got != 2*time.Second {
+		t.Errorf("Isolation(1s) = %v, want 2s", got)
+	}
+}
+
+func TestConfigPresets(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  latency.Config
+		want latency.Config
+	}{
+		{"Reference5", latency.Reference5(), latency.Config{Mode: latency.ModeV5, DetectInterval: 2 * time.Second,
+			DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 1}},
+		{"Reference4", latency.Reference4(), latency.Config{Mode: latency.ModeV4, DetectInterval: 2 * time.Second,
+			DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 1}},
+		{"DefaultConfig", latency.DefaultConfig(), latency.Config{Mode: latency.ModeV5, FaultTolerance: true, Detector: true,
+			DetectInterval: 2 * time.Second, DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 16}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.Mode != tt.want.Mode || tt.cfg.FaultTolerance != tt.want.FaultTolerance || tt.cfg.Detector != tt.want.Detector ||
+				tt.cfg.DetectInterval != tt.want.DetectInterval || tt.cfg.DetectTimeout != tt.want.DetectTimeout ||
+				tt.cfg.DetectPeriod != tt.want.DetectPeriod || tt.cfg.DetectParallel != tt.want.DetectParallel ||
+				tt.cfg.Durations != nil || tt.cfg.Filters != nil {
+				t.Errorf("%s() = %+v, want %+v", tt.name, tt.cfg, tt.want)
+			}
+			if err := tt.cfg.Validate(); err != nil {
+				t.Errorf("%s().Validate() = %v, want nil", tt.name, err)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	var nilFunc route.QueueFilterFunc
+	tests := []struct {
+		name      string
+		change    func(c *latency.Config)
+		wantField string // "" means valid
+	}{
+		{"preset", func(*latency.Config) {}, ""},
+		{"empty mode is v5", func(c *latency.Config) { c.Mode = "" }, ""},
+		{"unknown mode", func(c *latency.Config) { c.Mode = "v6" }, "Mode"},
+		{"zero detect interval", func(c *latency.Config) { c.DetectInterval = 0 }, "DetectInterval"},
+		{"negative detect interval", func(c *latency.Config) { c.DetectInterval = -time.Second }, "DetectInterval"},
+		{"zero detect timeout", func(c *latency.Config) { c.DetectTimeout = 0 }, "DetectTimeout"},
+		{"zero detect period", func(c *latency.Config) { c.DetectPeriod = 0 }, "DetectPeriod"},
+		{"zero parallel probes", func(c *latency.Config) { c.DetectParallel = 0 }, "DetectParallel"},
+		{"detector in v4", func(c *latency.Config) { c.Mode, c.Detector = latency.ModeV4, true }, "Detector"},
+		{"nil filter", func(c *latency.Config) { c.Filters = []route.QueueFilter{route.AvoidBroker("a"), nil} }, "Filters"},
+		{"nil filter func", func(c *latency.Config) { c.Filters = []route.QueueFilter{nilFunc} }, "Filters"},
+		{"nil step table", func(c *latency.Config) { c.Durations = (*latency.StepTable)(nil) }, "Durations"},
+		{"nil duration func", func(c *latency.Config) { c.Durations = latency.DurationTableFunc(nil) }, "Durations"},
+		{"custom table", func(c *latency.Config) { c.Durations = latency.MustStepTable(msd(1), msd(1)) }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.Reference5()
+			tt.change(&cfg)
+			err := cfg.Validate()
+			_, serr := latency.NewStrategy(cfg)
+			if tt.wantField == "" {
+				if err != nil || serr != nil {
+					t.Errorf("Validate() = %v, NewStrategy() error = %v, want nil", err, serr)
+				}
+				return
+			}
+			var ce *latency.ConfigError
+			if !errors.Is(err, latency.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != tt.wantField {
+				t.Errorf("Validate() = %v, want a *ConfigError for %s", err, tt.wantField)
+			}
+			if !errors.Is(serr, latency.ErrInvalidConfig) {
+				t.Errorf("NewStrategy() error = %v, want the validation error", serr)
+			}
+		})
+	}
+}
+
+func TestNewStrategyDetectorNeedsResolver(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	cfg := latency.DefaultConfig()
+	_, err := latency.NewStrategy(cfg)
+	var ce *latency.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Detector" || !strings.Contains(ce.Reason, "Resolver") {
+		t.Errorf("NewStrategy(detector on, no resolver) error = %v, want a Detector error naming the Resolver", err)
+	}
+
+	s, err := latency.NewStrategy(cfg, latency.WithResolver(mocks.NewMockResolver(ctrl)))
+	if err != nil {
+		t.Fatalf("NewStrategy(detector on, resolver) error = %v", err)
+	}
+	defer s.Close()
+
+	// With a custom fault table the detector switch only decides how a
+	// transport error is recorded, so no resolver is needed.
+	s2, err := latency.NewStrategy(cfg, latency.WithFaultTolerance(mocks.NewMockFaultTolerance(ctrl)))
+	if err != nil {
+		t.Fatalf("NewStrategy(detector on, custom fault table) error = %v", err)
+	}
+	defer s2.Close()
+	if _, err := s2.DetectRound(t.Context()); !errors.Is(err, latency.ErrNoDetector) {
+		t.Errorf("DetectRound() with a custom fault table error = %v, want ErrNoDetector", err)
+	}
+}
+
+func TestModeValid(t *testing.T) {
+	for _, m := range []latency.Mode{"", latency.ModeV5, latency.ModeV4} {
+		if !m.Valid() {
+			t.Errorf("Mode(%q).Valid() = false, want true", m)
+		}
+	}
+	if latency.Mode("V5").Valid() {
+		t.Errorf(`Mode("V5").Valid() = true, want false`)
+	}
+}
+
+func TestConfigErrorMessage(t *testing.T) {
+	err := &latency.ConfigError{Field: "DetectInterval", Value: time.Duration(0), Reason: "must be positive"}
+	if got, want := err.Error(), "latency: DetectInterval = 0s: must be positive"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if errors.Is(err, latency.ErrClosed) {
+		t.Errorf("errors.Is(ConfigError, ErrClosed) = true")
+	}
+}
+
+// TestStrategyAccessors covers the strategy's switches and settings.
+func TestStrategyAccessors(t *testing.T) {
+	tests := []struct {
+		name          string
+		cfg           latency.Config
+		wantIsolation time.Duration
+		wantTable     *latency.StepTable
+	}{
+		{"v5", latency.Reference5(), 10 * time.Second, latency.V5Durations()},
+		{"v4", latency.Reference4(), 30 * time.Second, latency.V4Durations()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := latency.NewStrategy(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Mode() != tt.cfg.Mode || s.IsolationLatency() != tt.wantIsolation {
+				t.Errorf("Mode(), IsolationLatency() = %s, %v, want %s, %v", s.Mode(), s.IsolationLatency(), tt.cfg.Mode, tt.wantIsolation)
+			}
+			got, _ := s.Durations().(*latency.StepTable).Columns()
+			want, _ := tt.wantTable.Columns()
+			if !slices.Equal(got, want) {
+				t.Errorf("Durations() thresholds = %v, want %v", got, want)
+			}
+			if s.FaultToleranceEnabled() || s.DetectorEnabled() {
+				t.Errorf("switches start %t, %t, want off (the reference's defaults)", s.FaultToleranceEnabled(), s.DetectorEnabled())
+			}
+			s.SetFaultTolerance(true)
+			s.SetDetector(true)
+			if !s.FaultToleranceEnabled() {
+				t.Errorf("FaultToleranceEnabled() = false after SetFaultTolerance(true)")
+			}
+			if want := tt.cfg.Mode == latency.ModeV5; s.DetectorEnabled() != want {
+				t.Errorf("DetectorEnabled() after SetDetector(true) = %t, want %t (v4 has no detector)", s.DetectorEnabled(), want)
+			}
+			custom := latency.MustStepTable(msd(1), msd(7))
+			s.SetDurations(custom)
+			s.SetDurations(nil)                       // ignored
+			s.SetDurations((*latency.StepTable)(nil)) // ignored: it would panic on the next Update
+			if s.Durations() != latency.DurationTable(custom) {
+				t.Errorf("Durations() = %v, want the table set", s.Durations())
+			}
+			if s.Table() == nil || s.FaultTolerance() != latency.FaultTolerance(s.Table()) {
+				t.Errorf("Table(), FaultTolerance() = %v, %v, want the built-in table twice", s.Table(), s.FaultTolerance())
+			}
+		})
+	}
+}
