@@ -1,0 +1,619 @@
+package latency_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// selectRoute is the route every selection case picks from: queues
+// [a:0 b:0 c:0]; broker d has writable queue data (4 write queues) but no
+// master, so it has no queue in the list; e has read-only queue data.
+// With the index at 0 the probes visit b, c, a, b, c, a, ...
+func selectRoute(t *testing.T, src route.RandomSource) *route.PublishInfo {
+	t.Helper()
+	rw := route.PermRead | route.PermWrite
+	data := &route.TopicRouteData{
+		QueueDatas: []route.QueueData{
+			{BrokerName: "a", WriteQueueNums: 1, Perm: rw},
+			{BrokerName: "b", WriteQueueNums: 1, Perm: rw},
+			{BrokerName: "c", WriteQueueNums: 1, Perm: rw},
+			{BrokerName: "d", WriteQueueNums: 4, Perm: rw},
+			{BrokerName: "e", WriteQueueNums: 4, Perm: route.PermRead},
+		},
+		BrokerDatas: []route.BrokerData{
+			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "addr-a"}},
+			{BrokerName: "b", BrokerAddrs: map[int64]string{0: "addr-b"}},
+			{BrokerName: "c", BrokerAddrs: map[int64]string{0: "addr-c"}},
+			{BrokerName: "d", BrokerAddrs: map[int64]string{1: "slave-d"}},
+			{BrokerName: "e", BrokerAddrs: map[int64]string{0: "addr-e"}},
+		},
+	}
+	info, err := route.NewPublishInfo("T", data, route.WithRandom(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queueNames(info.Queues()); got != "[a:0 b:0 c:0]" {
+		t.Fatalf("route = %s, want [a:0 b:0 c:0]", got)
+	}
+	return info
+}
+
+func queueNames(qs []route.MessageQueue) string {
+	s := "["
+	for i, q := range qs {
+		if i > 0 {
+			s += " "
+		}
+		s += q.String()
+	}
+	return s + "]"
+}
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// leastBad is what a mocked FaultTolerance.PickLeastBad answers.
+type leastBad struct {
+	broker  string
+	ok      bool
+	removed bool // the strategy then removes it (no writable queue data)
+}
+
+type selectCase struct {
+	name        string
+	mode        latency.Mode
+	faultOn     bool
+	filter      map[string]bool // user filter: admitted brokers; nil means no user filter
+	unavailable map[string]bool
+	unreachable map[string]bool
+	last        string
+	reset       bool
+	resetTo     int32
+	index       int32
+	leastBad    *leastBad // v4 cases that reach the least-bad pick (mock only)
+
+	want      string
+	wantStage latency.Stage
+	wantIndex int32
+}
+
+var selectCases = []selectCase{
+	// v5, fault tolerance on: (1) available and not last, (2) reachable
+	// and not last, (3) unfiltered.
+	{name: "v5/on/no last/available first probe", mode: latency.ModeV5, faultOn: true,
+		want: "b:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v5/on/no last/available after an isolated broker", mode: latency.ModeV5, faultOn: true, unavailable: set("b"),
+		want: "c:0", wantStage: latency.StageAvailable, wantIndex: 2},
+	{name: "v5/on/last/available skips isolated and last", mode: latency.ModeV5, faultOn: true, unavailable: set("b"), last: "c",
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 3},
+	{name: "v5/on/last unknown to the route", mode: latency.ModeV5, faultOn: true, last: "zz",
+		want: "b:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v5/on/reset/last/available", mode: latency.ModeV5, faultOn: true, last: "b", reset: true, resetTo: 5,
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 6},
+	{name: "v5/on/reset/no last/available", mode: latency.ModeV5, faultOn: true, reset: true, resetTo: 7, index: 1000,
+		want: "c:0", wantStage: latency.StageAvailable, wantIndex: 8},
+	{name: "v5/on/no last/reachable", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b", "c"), unreachable: set("b"),
+		want: "c:0", wantStage: latency.StageReachable, wantIndex: 5},
+	{name: "v5/on/last/reachable skips last", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b", "c"), last: "b",
+		want: "c:0", wantStage: latency.StageReachable, wantIndex: 5},
+	{name: "v5/on/last/only the last broker available: reachable stage", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "c"), last: "b",
+		want: "c:0", wantStage: latency.StageReachable, wantIndex: 5},
+	{name: "v5/on/reset/reachable", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b", "c"), unreachable: set("a"), reset: true, resetTo: 2,
+		want: "b:0", wantStage: latency.StageReachable, wantIndex: 7},
+	{name: "v5/on/no last/unfiltered", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b", "c"), unreachable: set("a", "b", "c"),
+		want: "b:0", wantStage: latency.StageAny, wantIndex: 7},
+	{name: "v5/on/last/unfiltered may return the last broker", mode: latency.ModeV5, faultOn: true,
+		unavailable: set("a", "c"), unreachable: set("a", "c"), last: "b",
+		want: "b:0", wantStage: latency.StageAny, wantIndex: 7},
+	{name: "v5/on/reset/last/unfiltered", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b", "c"), unreachable: set("a", "b", "c"),
+		last: "a", reset: true, resetTo: 0, index: 77,
+		want: "b:0", wantStage: latency.StageAny, wantIndex: 7},
+	{name: "v5/on/index wraps at MaxInt32", mode: latency.ModeV5, faultOn: true, unavailable: set("b"), index: math.MaxInt32 - 1,
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: math.MinInt32},
+	// Across the wrap the probes visit b, a, b: three probes never see c,
+	// exactly as the reference's filtered pass.
+	{name: "v5/on/wrap skips a position", mode: latency.ModeV5, faultOn: true, unavailable: set("a", "b"), index: math.MaxInt32 - 1,
+		want: "c:0", wantStage: latency.StageReachable, wantIndex: math.MinInt32 + 2},
+	// User filters join stages 1 and 2, then come alone, then the
+	// unfiltered pick.
+	{name: "v5/on/filter/available", mode: latency.ModeV5, faultOn: true, filter: set("c"),
+		want: "c:0", wantStage: latency.StageAvailable, wantIndex: 2},
+	{name: "v5/on/filter/reachable", mode: latency.ModeV5, faultOn: true, filter: set("a"), unavailable: set("a"),
+		want: "a:0", wantStage: latency.StageReachable, wantIndex: 6},
+	{name: "v5/on/filter/filter only", mode: latency.ModeV5, faultOn: true, filter: set("a"), unavailable: set("a"), unreachable: set("a"),
+		want: "a:0", wantStage: latency.StageFiltered, wantIndex: 9},
+	{name: "v5/on/filter/last broker admitted by the filter alone", mode: latency.ModeV5, faultOn: true, filter: set("b"), last: "b",
+		want: "b:0", wantStage: latency.StageFiltered, wantIndex: 7},
+	{name: "v5/on/filter/unfiltered", mode: latency.ModeV5, faultOn: true, filter: set(),
+		want: "b:0", wantStage: latency.StageAny, wantIndex: 10},
+	{name: "v5/on/filter/reset", mode: latency.ModeV5, faultOn: true, filter: set("a"), reset: true, resetTo: 3,
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 6},
+
+	// v5, fault tolerance off: the reset is ignored; (1) not last, (2)
+	// unfiltered. The fault table is not consulted.
+	{name: "v5/off/no last", mode: latency.ModeV5, unavailable: set("b"),
+		want: "b:0", wantStage: latency.StageNotLast, wantIndex: 1},
+	{name: "v5/off/last", mode: latency.ModeV5, last: "b",
+		want: "c:0", wantStage: latency.StageNotLast, wantIndex: 2},
+	{name: "v5/off/reset ignored", mode: latency.ModeV5, last: "b", reset: true, resetTo: 5,
+		want: "c:0", wantStage: latency.StageNotLast, wantIndex: 2},
+	{name: "v5/off/filter/not last", mode: latency.ModeV5, filter: set("a", "c"), last: "c",
+		want: "a:0", wantStage: latency.StageNotLast, wantIndex: 3},
+	{name: "v5/off/filter/filter only", mode: latency.ModeV5, filter: set("a"), last: "a",
+		want: "a:0", wantStage: latency.StageFiltered, wantIndex: 6},
+	{name: "v5/off/filter/unfiltered", mode: latency.ModeV5, filter: set(), reset: true,
+		want: "b:0", wantStage: latency.StageAny, wantIndex: 7},
+
+	// v4, fault tolerance on: one scan from one move of the index, the
+	// last broker and the reset ignored.
+	{name: "v4/on/scan first probe", mode: latency.ModeV4, faultOn: true,
+		want: "b:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v4/on/scan moves the index once", mode: latency.ModeV4, faultOn: true, unavailable: set("b", "c"),
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v4/on/last ignored", mode: latency.ModeV4, faultOn: true, unavailable: set("b"), last: "c",
+		want: "c:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v4/on/reset ignored", mode: latency.ModeV4, faultOn: true, reset: true, resetTo: 5,
+		want: "b:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	// c = MaxInt32: positions MaxInt32%3 = 1, abs(MinInt32) -> 0, then
+	// abs(MinInt32+1) % 3 = 1 again.
+	{name: "v4/on/scan wraps near MaxInt32", mode: latency.ModeV4, faultOn: true, unavailable: set("b"), index: math.MaxInt32 - 1,
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: math.MaxInt32},
+	{name: "v4/on/scan across the wrap never sees c", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b"), index: math.MaxInt32 - 1,
+		leastBad: &leastBad{broker: "b", ok: true},
+		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: math.MinInt32 + 1},
+	{name: "v4/on/least bad with writable queue data", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
+		leastBad: &leastBad{broker: "b", ok: true},
+		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: 3},
+	// d has writable queue data but no master: the reference still sends
+	// there, to queue next() % writeQueueNums.
+	{name: "v4/on/least bad off the route list", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
+		leastBad: &leastBad{broker: "d", ok: true},
+		want:     "d:3", wantStage: latency.StageLeastBad, wantIndex: 3},
+	{name: "v4/on/least bad without writable queue data is removed", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
+		leastBad: &leastBad{broker: "e", ok: true, removed: true},
+		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
+	{name: "v4/on/least bad unknown to the route is removed", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
+		leastBad: &leastBad{broker: "gone", ok: true, removed: true},
+		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
+	{name: "v4/on/no least bad", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
+		leastBad: &leastBad{},
+		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
+	{name: "v4/on/filter/scan", mode: latency.ModeV4, faultOn: true, filter: set("a"), unavailable: set("c"),
+		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 1},
+	{name: "v4/on/filter/filter only", mode: latency.ModeV4, faultOn: true, filter: set("c"), unavailable: set("c"),
+		want: "c:0", wantStage: latency.StageFiltered, wantIndex: 2},
+	{name: "v4/on/filter/least bad", mode: latency.ModeV4, faultOn: true, filter: set(), unavailable: set("a"),
+		leastBad: &leastBad{broker: "b", ok: true},
+		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: 6},
+
+	// v4, fault tolerance off: the publish info's "avoid the last broker"
+	// pick.
+	{name: "v4/off/no last", mode: latency.ModeV4, unavailable: set("b"),
+		want: "b:0", wantStage: latency.StageNotLast, wantIndex: 1},
+	{name: "v4/off/last", mode: latency.ModeV4, last: "b", reset: true,
+		want: "c:0", wantStage: latency.StageNotLast, wantIndex: 2},
+	{name: "v4/off/filter/not last", mode: latency.ModeV4, filter: set("a", "b"), last: "b",
+		want: "a:0", wantStage: latency.StageNotLast, wantIndex: 3},
+	{name: "v4/off/filter/filter only", mode: latency.ModeV4, filter: set("a"), last: "a",
+		want: "a:0", wantStage: latency.StageFiltered, wantIndex: 6},
+	{name: "v4/off/filter/then avoid last", mode: latency.ModeV4, filter: set(), last: "b",
+		want: "c:0", wantStage: latency.StageNotLast, wantIndex: 8},
+}
+
+// expectFaultQueries sets what a mocked FaultTolerance is asked: with a
+// custom table the strategy asks IsAvailable once per route broker per
+// Select, and IsReachable (v5) only when stage 1 found nothing.
+func expectFaultQueries(ft *mocks.MockFaultTolerance, tt selectCase) {
+	brokers := []string{"a", "b", "c"}
+	askAvailable := tt.faultOn
+	askReachable := tt.faultOn && tt.mode == latency.ModeV5 && tt.wantStage != latency.StageAvailable
+	for _, b := range brokers {
+		if askAvailable {
+			ft.EXPECT().IsAvailable(b).Return(!tt.unavailable[b]).Times(1)
+		}
+		if askReachable {
+			ft.EXPECT().IsReachable(b).Return(!tt.unreachable[b]).Times(1)
+		}
+	}
+	ft.EXPECT().IsAvailable(gomock.Any()).Times(0)
+	ft.EXPECT().IsReachable(gomock.Any()).Times(0)
+	if tt.leastBad != nil {
+		ft.EXPECT().PickLeastBad().Return(tt.leastBad.broker, tt.leastBad.ok).Times(1)
+		if tt.leastBad.removed {
+			ft.EXPECT().Remove(tt.leastBad.broker).Times(1)
+		}
+	} else {
+		ft.EXPECT().PickLeastBad().Times(0)
+	}
+	ft.EXPECT().Remove(gomock.Any()).Times(0)
+	ft.EXPECT().Update(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Times(0)
+}
+
+// newSelectStrategy builds the case's strategy and publish info; ft is nil
+// for the built-in table, whose state the case's sets are then written to.
+func newSelectStrategy(t *testing.T, ctrl *gomock.Controller, tt selectCase, ft latency.FaultTolerance) (*latency.Strategy, *route.PublishInfo) {
+	t.Helper()
+	cfg := latency.Reference5()
+	if tt.mode == latency.ModeV4 {
+		cfg = latency.Reference4()
+	}
+	cfg.FaultTolerance = tt.faultOn
+	if tt.filter != nil {
+		f := mocks.NewMockQueueFilter(ctrl)
+		f.EXPECT().Filter(gomock.Any()).DoAndReturn(func(q route.MessageQueue) bool { return tt.filter[q.BrokerName] }).AnyTimes()
+		cfg.Filters = []route.QueueFilter{f}
+	}
+	clock := latency.NewManualClock(t0)
+	opts := []latency.Option{latency.WithClock(clock)}
+	if ft != nil {
+		opts = append(opts, latency.WithFaultTolerance(ft))
+	}
+	s, err := latency.NewStrategy(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if ft == nil {
+		for b := range tt.unavailable {
+			s.Table().Update(b, 0, time.Hour, !tt.unreachable[b])
+		}
+		for b := range tt.unreachable {
+			if !tt.unavailable[b] {
+				s.Table().Update(b, 0, 0, false)
+			}
+		}
+	}
+
+	src := mocks.NewMockRandomSource(ctrl)
+	src.EXPECT().Int32().Return(int32(0)).Times(1)
+	resets := 0
+	if tt.reset && tt.faultOn && tt.mode == latency.ModeV5 {
+		resets = 1
+	}
+	src.EXPECT().Int32n(int32(math.MaxInt32)).Return(tt.resetTo).Times(resets)
+	info := selectRoute(t, src)
+	info.Index().Store(tt.index)
+	return s, info
+}
+
+func checkPick(t *testing.T, tt selectCase, info *route.PublishInfo, pick latency.Pick, ok bool) {
+	t.Helper()
+	if !ok || pick.Queue == nil {
+		t.Fatalf("Select() = %v, %t, want %s", pick, ok, tt.want)
+	}
+	if got := pick.Queue.String(); got != tt.want {
+		t.Errorf("Select() queue = %s, want %s", got, tt.want)
+	}
+	if pick.Queue.Topic != "T" {
+		t.Errorf("Select() queue topic = %q, want T", pick.Queue.Topic)
+	}
+	if pick.Stage != tt.wantStage {
+		t.Errorf("Select() stage = %s, want %s", pick.Stage, tt.wantStage)
+	}
+	if got := info.Index().Load(); got != tt.wantIndex {
+		t.Errorf("index after Select() = %d, want %d", got, tt.wantIndex)
+	}
+}
+
+// TestSelectMockFaultTolerance drives availability and reachability through
+// a mocked FaultTolerance and checks the queue, the stage, the index and
+// which questions the strategy asked.
+func TestSelectMockFaultTolerance(t *testing.T) {
+	for _, tt := range selectCases {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			ft := mocks.NewMockFaultTolerance(ctrl)
+			expectFaultQueries(ft, tt)
+			s, info := newSelectStrategy(t, ctrl, tt, ft)
+			pick, ok := s.Select(info, latency.PickInfo{LastBroker: tt.last, ResetIndex: tt.reset})
+			checkPick(t, tt, info, pick, ok)
+		})
+	}
+}
+
+// TestSelectFaultTable drives the same cases through the built-in fault
+// table on a manual clock (the least-bad ones have their own test).
+func TestSelectFaultTable(t *testing.T) {
+	for _, tt := range selectCases {
+		if tt.leastBad != nil {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			s, info := newSelectStrategy(t, ctrl, tt, nil)
+			pick, ok := s.Select(info, latency.PickInfo{LastBroker: tt.last, ResetIndex: tt.reset})
+			checkPick(t, tt, info, pick, ok)
+			// The same pick again from the same index, now that the
+			// strategy's per-route memo exists, answers the same.
+			info.Index().Store(tt.index)
+			if tt.reset && tt.faultOn && tt.mode == latency.ModeV5 {
+				return // the mocked random source allows one reset
+			}
+			pick, ok = s.Select(info, latency.PickInfo{LastBroker: tt.last, ResetIndex: tt.reset})
+			checkPick(t, tt, info, pick, ok)
+		})
+	}
+}
+
+// TestSelectV4LeastBadFaultTable runs v4's least-bad path on the built-in
+// table: items sorted available first, then lower latency; round robin over
+// the better half with the table's own index.
+func TestSelectV4LeastBadFaultTable(t *testing.T) {
+	tests := []struct {
+		name      string
+		latencies map[string]int64 // isolated brokers and their latency
+		worst     int32
+		want      string
+		wantStage latency.Stage
+		wantIndex int32
+		wantItems int
+	}{
+		{"lowest latency of the better half", map[string]int64{"a": 600, "b": 700, "c": 800, "d": 900}, 1, "a:0", latency.StageLeastBad, 3, 4},
+		{"round robin over the better half", map[string]int64{"a": 600, "b": 700, "c": 800, "d": 900}, 0, "b:0", latency.StageLeastBad, 3, 4},
+		{"broker without a master but writable data", map[string]int64{"a": 700, "b": 700, "c": 700, "d": 600}, 1, "d:3", latency.StageLeastBad, 3, 4},
+		{"read-only broker is removed", map[string]int64{"a": 700, "b": 700, "c": 700, "e": 600}, 1, "c:0", latency.StageAny, 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.Reference4()
+			cfg.FaultTolerance = true
+			clock := latency.NewManualClock(t0)
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for b, l := range tt.latencies {
+				s.Update(b, time.Duration(l)*time.Millisecond, false, true) // 4.x: >= 550ms isolates for 30s
+			}
+			s.Table().WorstIndex().Store(tt.worst)
+			info := selectRoute(t, nil)
+			info.Index().Store(0)
+			pick, ok := s.Select(info, latency.PickInfo{})
+			if !ok || pick.Queue.String() != tt.want || pick.Stage != tt.wantStage {
+				t.Errorf("Select() = %v (%s), want %s (%s)", pick.Queue, pick.Stage, tt.want, tt.wantStage)
+			}
+			if got := info.Index().Load(); got != tt.wantIndex {
+				t.Errorf("index after Select() = %d, want %d", got, tt.wantIndex)
+			}
+			if got := len(s.Table().Items()); got != tt.wantItems {
+				t.Errorf("Items() has %d items, want %d", got, tt.wantItems)
+			}
+		})
+	}
+}
+
+// TestSelectV4LeastBadQueueIsStable: the queue v4's least-bad pick makes
+// for a broker off the route list is made once, and a second pick answers
+// an equal queue without allocating.
+func TestSelectV4LeastBadQueueIsStable(t *testing.T) {
+	cfg := latency.Reference4()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, b := range []string{"a", "b", "c"} {
+		s.Update(b, 700*time.Millisecond, false, true)
+	}
+	s.Update("d", 600*time.Millisecond, false, true)
+	info := selectRoute(t, nil)
+	info.Index().Store(0)
+	s.Table().WorstIndex().Store(1) // picks d: 1+1 = 2, % 2 = 0, the best
+	first, _ := s.Select(info, latency.PickInfo{})
+	if first.Queue.String() != "d:3" {
+		t.Fatalf("Select() = %s, want d:3", first.Queue)
+	}
+	info.Index().Store(1)
+	s.Table().WorstIndex().Store(1)
+	second, _ := s.Select(info, latency.PickInfo{})
+	if second.Queue.String() != "d:0" || second.Queue.Topic != "T" {
+		t.Errorf("second Select() = %#v, want d:0 on topic T", *second.Queue)
+	}
+	if first.Queue.String() != "d:3" {
+		t.Errorf("the first pick's queue changed to %s", first.Queue)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		s.Table().WorstIndex().Store(1)
+		s.Select(info, latency.PickInfo{})
+	})
+	// PickLeastBad snapshots the items; the queue itself is not made again.
+	if allocs > 3 {
+		t.Errorf("v4 least-bad Select() allocates %v times, want the item snapshot only", allocs)
+	}
+}
+
+func TestSelectEmptyRoute(t *testing.T) {
+	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
+		for _, on := range []bool{true, false} {
+			t.Run(string(mode)+"/"+map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+				ctrl := gomock.NewController(t)
+				ft := mocks.NewMockFaultTolerance(ctrl)
+				ft.EXPECT().PickLeastBad().Times(0)
+				cfg := latency.Reference5()
+				cfg.Mode = mode
+				cfg.FaultTolerance = on
+				for _, opts := range [][]latency.Option{nil, {latency.WithFaultTolerance(ft)}} {
+					s, err := latency.NewStrategy(cfg, opts...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					info, _ := route.NewPublishInfoFromQueues("T", nil)
+					for _, in := range []latency.PickInfo{{}, {LastBroker: "a", ResetIndex: true}} {
+						if pick, ok := s.Select(info, in); ok || pick.Queue != nil || pick.Stage != latency.StageNone {
+							t.Errorf("Select(empty route, %+v) = %v, %t, want nothing", in, pick, ok)
+						}
+					}
+					s.Close()
+				}
+			})
+		}
+	}
+}
+
+// TestSelectExpiryExact: an isolation ends exactly at its end on the manual
+// clock, seen by Select without any Update.
+func TestSelectExpiryExact(t *testing.T) {
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	clock := latency.NewManualClock(t0)
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info := selectRoute(t, nil)
+	s.Update("b", 600*time.Millisecond, false, true) // 2000ms
+	for _, step := range []struct {
+		advance time.Duration
+		want    string
+	}{
+		{0, "c:0"},
+		{1999 * time.Millisecond, "c:0"},
+		{time.Millisecond, "b:0"},
+	} {
+		clock.Advance(step.advance)
+		info.Index().Store(0)
+		if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != step.want {
+			t.Errorf("at +%dms Select() = %s, want %s", ms(clock.Now()), pick.Queue, step.want)
+		}
+	}
+}
+
+// TestSelectMemoRebuiltAfterRemoval: a strategy keeps each queue's fault
+// slot with the route; a removal from the table must make it look again,
+// or it would keep reading the dropped slot.
+func TestSelectMemoRebuiltAfterRemoval(t *testing.T) {
+	tests := []struct {
+		name   string
+		remove func(s *latency.Strategy)
+	}{
+		{"Remove", func(s *latency.Strategy) { s.Table().Remove("b") }},
+		{"Retain", func(s *latency.Strategy) { s.Table().Retain(func(b string) bool { return b != "b" }) }},
+		{"detector resolver miss", func(s *latency.Strategy) {
+			if _, err := s.DetectRound(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.Reference5()
+			cfg.FaultTolerance = true
+			clock := latency.NewManualClock(t0)
+			resolver := latency.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, b != "b" })
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			info := selectRoute(t, nil)
+			s.Table().Update("b", 0, time.Hour, true)
+			info.Index().Store(0)
+			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
+				t.Fatalf("Select() = %s, want c:0 (b isolated)", pick.Queue)
+			}
+			tt.remove(s)
+			if _, ok := s.Table().Item("b"); ok {
+				t.Fatalf("b still has an item after removal")
+			}
+			info.Index().Store(0)
+			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "b:0" {
+				t.Errorf("Select() after removal = %s, want b:0", pick.Queue)
+			}
+			s.Table().Update("b", 0, time.Hour, true) // a new item for b
+			info.Index().Store(0)
+			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
+				t.Errorf("Select() after b was isolated again = %s, want c:0 (memo must follow the new item)", pick.Queue)
+			}
+		})
+	}
+}
+
+// TestSelectTwoStrategiesShareRoute: two strategies picking over one publish
+// info each keep their own view of it.
+func TestSelectTwoStrategiesShareRoute(t *testing.T) {
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s1, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	s2, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	defer s1.Close()
+	defer s2.Close()
+	s1.Table().Update("b", 0, time.Hour, true)
+	info := selectRoute(t, nil)
+	for range 3 {
+		info.Index().Store(0)
+		if pick, _ := s1.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
+			t.Errorf("s1.Select() = %s, want c:0", pick.Queue)
+		}
+		info.Index().Store(0)
+		if pick, _ := s2.Select(info, latency.PickInfo{}); pick.Queue.String() != "b:0" {
+			t.Errorf("s2.Select() = %s, want b:0", pick.Queue)
+		}
+	}
+}
+
+func TestSelectAllocatesNothing(t *testing.T) {
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	cfg.Filters = []route.QueueFilter{route.AvoidBroker("zz")}
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Table().Update("b", 0, time.Hour, false)
+	s.Table().Update("a", 0, time.Hour, true)
+	info := selectRoute(t, nil)
+	s.Select(info, latency.PickInfo{}) // builds the memo
+	ins := []latency.PickInfo{{}, {LastBroker: "c"}, {LastBroker: "a", ResetIndex: true}}
+	for _, in := range ins {
+		if allocs := testing.AllocsPerRun(100, func() { s.Select(info, in) }); allocs != 0 {
+			t.Errorf("Select(%+v) allocates %v times, want 0", in, allocs)
+		}
+	}
+	s.SetFaultTolerance(false)
+	if allocs := testing.AllocsPerRun(100, func() { s.Select(info, latency.PickInfo{LastBroker: "b"}) }); allocs != 0 {
+		t.Errorf("Select() with fault tolerance off allocates %v times, want 0", allocs)
+	}
+}
+
+func TestStageString(t *testing.T) {
+	tests := []struct {
+		stage latency.Stage
+		want  string
+	}{
+		{latency.StageNone, "none"},
+		{latency.StageAvailable, "available"},
+		{latency.StageReachable, "reachable"},
+		{latency.StageNotLast, "not_last"},
+		{latency.StageFiltered, "filtered"},
+		{latency.StageLeastBad, "least_bad"},
+		{latency.StageAny, "any"},
+		{latency.Stage(42), "stage(42)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.stage.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	stages := latency.Stages()
+	if len(stages) != 6 || stages[0] != latency.StageAvailable || stages[5] != latency.StageAny {
+		t.Errorf("Stages() = %v, want the six answering stages in cascade order", stages)
+	}
+}
