@@ -372,6 +372,8 @@ func TestFaultsAsTheClientSeesThem(t *testing.T) {
 				t.Fatalf("SetFault(%v) error = %v", tt.fault, err)
 			}
 			res, err := send(p, tt.timeout, primitive.NewMessage(topic, []byte("x")))
+			// A timed-out request may still be on its way to the broker.
+			await(t, b, func(rs []remotingtest.Request) bool { return len(sendsOf(rs)) > 0 })
 			if tt.wantErr != nil {
 				if !tt.wantErr(err) {
 					t.Errorf("SendSync() under %v error = %v", tt.fault, err)
@@ -416,6 +418,8 @@ func TestSlowAnswerOnManualClock(t *testing.T) {
 	if _, err := send(p, attemptTimeout, primitive.NewMessage(topic, []byte("x"))); !errors.Is(err, rmqerrors.ErrRequestTimeout) {
 		t.Fatalf("SendSync() to a slow broker error = %v, want ErrRequestTimeout", err)
 	}
+	// Once the send is logged its delay timer is set.
+	await(t, b, func(rs []remotingtest.Request) bool { return len(sendsOf(rs)) > 0 })
 	clock.Advance(5 * time.Second)
 	rs := await(t, b, func(rs []remotingtest.Request) bool {
 		return len(rs) > 0 && rs[0].Outcome == remotingtest.OutcomeAnswered

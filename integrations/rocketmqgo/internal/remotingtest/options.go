@@ -45,7 +45,9 @@ func buildOptions(opts []Option) (options, error) {
 
 // WithClock makes the server read the time of its log entries and wait out
 // Fault.Delay on c (default latency.RealClock). With a latency.ManualClock a
-// delayed answer goes out when the test advances the clock past it.
+// delayed answer goes out when the test advances the clock past it; the
+// delay's timer is set before the request's log entry appears, so a test can
+// Await the entry, then advance.
 func WithClock(c latency.Clock) Option {
 	return func(o *options) error {
 		if c == nil {

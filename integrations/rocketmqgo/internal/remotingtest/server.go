@@ -182,15 +182,15 @@ func (s *server) dispatch(c *conn, remote string, req *command) {
 	rec.Opaque = req.opaque
 	rec.BodySize = len(req.body)
 	rec.QueueOffset = -1
-	seq := s.log.add(rec)
-
 	f := s.faultFor(req.code)
 	if f.Drop {
-		s.settle(seq, OutcomeDropped, reply{queueOffset: -1})
+		// Logged settled in one step: no reader sees it pending.
+		rec.Outcome, rec.AnsweredAt = OutcomeDropped, rec.Time
+		s.log.add(rec)
 		return
 	}
-	// The delay's timer starts here, before the next frame is read, so a
-	// test on a manual clock knows it is set once a later request is answered.
+	// The delay's timer is set before the entry is logged, so a test on a
+	// manual clock may advance it as soon as it sees the entry.
 	var (
 		fired chan struct{}
 		timer latency.Timer
@@ -199,6 +199,7 @@ func (s *server) dispatch(c *conn, remote string, req *command) {
 		fired = make(chan struct{})
 		timer = s.opts.clock.AfterFunc(f.Delay, func() { close(fired) })
 	}
+	seq := s.log.add(rec)
 	// serveConn holds a count on wg, so this Add cannot race with close's Wait.
 	s.wg.Add(1)
 	go s.answer(c, req, seq, f, answer, fired, timer)

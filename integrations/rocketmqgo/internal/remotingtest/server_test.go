@@ -325,7 +325,7 @@ func TestDelayOnManualClock(t *testing.T) {
 	if got := entry(t, b.Requests(), 1); got.Outcome != OutcomePending {
 		t.Fatalf("delayed send logged %v before the clock moved, want pending", got.Outcome)
 	}
-	// The heartbeat was read after the send, so the send's timer is set.
+	// The send is logged, so its delay timer is set.
 	if got := clock.Pending(); got != 1 {
 		t.Fatalf("manual clock has %d timers, want the delay's 1", got)
 	}
