@@ -1,0 +1,22 @@
+// Package host loads mqfault plugin binaries and hands back the Go interfaces
+// the core uses, so a caller cannot tell a plugin from a built-in:
+// [NewDetector] gives a latency.ServiceDetector, [NewFilter] a
+// route.QueueFilter.
+//
+// Each plugin runs as a child process started with go-plugin (magic cookie
+// handshake, protocol version negotiation, automatic mutual TLS), optionally
+// pinned to the SHA-256 of its executable. The host supervises it: when the
+// process dies it logs the exit and restarts it with exponential backoff;
+// meanwhile a detector answers every probe as inconclusive and a filter
+// admits every queue (fails open), so no pick and no send is lost. Every call
+// to a plugin has a timeout. The plugin's log lines (package plugins/sdk's
+// Logger), its stderr and its stdout go to the host's slog logger.
+//
+// A filter never calls its plugin on the pick path: it keeps the plugin's
+// verdicts for each route in a cache that Filter reads without locking or
+// allocating. Tell it of every new route with [Filter.Update] (the verdicts
+// are fetched in the background); it also refreshes every route's verdicts
+// every RefreshInterval and after a plugin restart.
+//
+// Close stops the plugin process and every goroutine the host started.
+package host

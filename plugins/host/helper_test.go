@@ -1,0 +1,162 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+	"github.com/mqfault/mqfault/pkg/route/zonefilter"
+	"github.com/mqfault/mqfault/plugins/host"
+	pluginv1 "github.com/mqfault/mqfault/plugins/proto/mqfault/plugin/v1"
+	"github.com/mqfault/mqfault/plugins/protocol"
+	"github.com/mqfault/mqfault/plugins/sdk"
+)
+
+// The test binary is its own plugin: started with helperEnv set, TestMain
+// serves the plugin the variable names instead of running the tests.
+const helperEnv = "MQFAULT_HOST_TEST_PLUGIN"
+
+// benchZonesEnv, when set, replaces the zone map of the "zone" plugin.
+const benchZonesEnv = "MQFAULT_HOST_TEST_ZONES"
+
+// zonesText is the zone map of the "zone" helper plugin (preferring az1).
+const zonesText = `broker-a az1
+broker-b az1
+broker-c az2
+broker-d az2
+broker-e az3
+`
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(helperEnv); name != "" {
+		servePlugin(name)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helper returns the config that starts the test binary as plugin name.
+// Under the race detector a process sleeps a second before it exits; the
+// plugins are told not to.
+func helper(name string) host.Config {
+	return host.Config{Path: os.Args[0], Env: []string{helperEnv + "=" + name, "GORACE=atexit_sleep_ms=0"}}
+}
+
+func servePlugin(name string) {
+	block := make(chan struct{}) // never closed: the hanging plugins wait on it
+	switch name {
+	case "tcp":
+		sdk.ServeDetector(latency.TCPDetector{})
+	case "zone":
+		text := zonesText
+		if t := os.Getenv(benchZonesEnv); t != "" {
+			text = t
+		}
+		zones, err := zonefilter.ParseZones(strings.NewReader(text))
+		if err != nil {
+			panic(err)
+		}
+		f, _ := zonefilter.New("az1", zones)
+		sdk.ServeFilter(f)
+	case "hang-detector":
+		sdk.ServeDetector(latency.ServiceDetectorFunc(func(context.Context, string) error { <-block; return nil }))
+	case "hang-filter":
+		sdk.ServeFilter(sdk.BatchFilterFunc(func(context.Context, string, []route.MessageQueue) ([]bool, error) {
+			<-block
+			return nil, nil
+		}))
+	case "logger":
+		log := sdk.Logger(slog.LevelDebug)
+		sdk.ServeDetector(latency.ServiceDetectorFunc(func(_ context.Context, ep string) error {
+			log.Warn("probing", "endpoint", ep, "n", 7)
+			fmt.Fprintln(os.Stderr, "plain stderr line for "+ep)
+			fmt.Fprintln(os.Stdout, "plain stdout line for "+ep)
+			return nil
+		}))
+	case "v2":
+		hs := protocol.Handshake(protocol.KindDetector)
+		hs.ProtocolVersion = 2
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  hs,
+			VersionedPlugins: map[int]plugin.PluginSet{2: {"detector": &protocol.DetectorPlugin{Impl: latency.TCPDetector{}}}},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+	case "garbage-detector":
+		serveRaw(protocol.KindDetector, func(s *grpc.Server) { pluginv1.RegisterDetectorServer(s, garbageDetector{}) })
+	case "garbage-filter":
+		serveRaw(protocol.KindFilter, func(s *grpc.Server) { pluginv1.RegisterFilterServer(s, garbageFilter{}) })
+	case "garbage-handshake":
+		fmt.Println("this is not a handshake")
+		time.Sleep(time.Minute) // the host gives up first and kills it
+	case "exit-at-start":
+		fmt.Fprintln(os.Stderr, "boom: cannot read my configuration")
+		os.Exit(3)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper plugin", name)
+		os.Exit(2)
+	}
+}
+
+// rawPlugin serves whatever register puts on the gRPC server.
+type rawPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	register func(*grpc.Server)
+}
+
+func (p *rawPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	p.register(s)
+	return nil
+}
+
+func (p *rawPlugin) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, nil
+}
+
+func serveRaw(kind protocol.Kind, register func(*grpc.Server)) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  protocol.Handshake(kind),
+		VersionedPlugins: map[int]plugin.PluginSet{protocol.ProtocolVersion: {string(kind): &rawPlugin{register: register}}},
+		GRPCServer:       plugin.DefaultGRPCServer,
+	})
+}
+
+// garbageDetector answers outside the protocol, one way per endpoint.
+type garbageDetector struct {
+	pluginv1.UnimplementedDetectorServer
+}
+
+func (garbageDetector) Detect(_ context.Context, req *pluginv1.DetectRequest) (*pluginv1.DetectResponse, error) {
+	switch req.GetEndpoint() {
+	case "verdict-42":
+		return &pluginv1.DetectResponse{Verdict: 42}, nil
+	case "code-99":
+		return &pluginv1.DetectResponse{Verdict: pluginv1.Verdict_VERDICT_UNREACHABLE, Code: 99}, nil
+	case "empty":
+		return &pluginv1.DetectResponse{}, nil
+	case "grpc-error":
+		return nil, status.Error(codes.Internal, "something broke")
+	}
+	return &pluginv1.DetectResponse{Verdict: pluginv1.Verdict_VERDICT_REACHABLE, Code: pluginv1.Code_CODE_NOT_SERVING}, nil
+}
+
+// garbageFilter always answers one verdict too few.
+type garbageFilter struct {
+	pluginv1.UnimplementedFilterServer
+}
+
+func (garbageFilter) Decide(_ context.Context, req *pluginv1.DecideRequest) (*pluginv1.DecideResponse, error) {
+	n := len(req.GetQueues())
+	return &pluginv1.DecideResponse{Admit: make([]bool, max(n-1, 0))}, nil
+}

@@ -1,0 +1,619 @@
+package host_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/route"
+	"github.com/mqfault/mqfault/pkg/route/filtertest"
+	"github.com/mqfault/mqfault/pkg/route/zonefilter"
+	"github.com/mqfault/mqfault/plugins/host"
+	"github.com/mqfault/mqfault/plugins/protocol"
+)
+
+func newDetector(t testing.TB, cfg host.Config) *host.Detector {
+	t.Helper()
+	d, err := host.NewDetector(cfg)
+	if err != nil {
+		t.Fatalf("NewDetector() error = %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func newFilter(t testing.TB, cfg host.FilterConfig) *host.Filter {
+	t.Helper()
+	f, err := host.NewFilter(cfg)
+	if err != nil {
+		t.Fatalf("NewFilter() error = %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func q(broker string, id int) route.MessageQueue {
+	return route.MessageQueue{BrokerName: broker, QueueID: id}
+}
+
+// zoneCases are the zone filter's conformance cases (preferring az1 with
+// zonesText); the compiled-in filter is their oracle.
+var zoneCases = []filtertest.Case{
+	{Name: "mixed route", Topic: "T1",
+		Queues: []route.MessageQueue{q("broker-a", 0), q("broker-a", 1), q("broker-c", 0), q("broker-c", 1), q("broker-b", 0)},
+		Want:   []bool{true, true, false, false, true}},
+	{Name: "no broker in the zone", Topic: "T2",
+		Queues: []route.MessageQueue{q("broker-c", 0), q("broker-d", 0), q("broker-e", 3)},
+		Want:   []bool{true, true, true}},
+	{Name: "unknown broker beside the zone", Topic: "T3",
+		Queues: []route.MessageQueue{q("broker-x", 0), q("broker-a", 0)},
+		Want:   []bool{false, true}},
+}
+
+// TestDetectorConformance runs the detector suite on the TCP detector
+// served as a plugin.
+func TestDetectorConformance(t *testing.T) {
+	d := newDetector(t, helper("tcp"))
+	detectortest.Run(t, d, detectortest.Endpoints{
+		Reachable:   []string{detectortest.ListenTCP(t)},
+		Unreachable: []string{detectortest.ClosedTCP(t)},
+	})
+}
+
+// TestDetectorErrorsCrossTheWire checks that a plugin's errors come back as
+// the same sentinels.
+func TestDetectorErrorsCrossTheWire(t *testing.T) {
+	d := newDetector(t, helper("tcp"))
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	tests := []struct {
+		name     string
+		endpoint string
+		wantIs   error
+	}{
+		{"refused", detectortest.ClosedTCP(t), syscall.ECONNREFUSED},
+		{"invalid endpoint", "no-port", protocol.ErrInvalidEndpoint},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := d.Detect(ctx, tt.endpoint)
+			var pe *latency.ProbeError
+			if !errors.Is(err, tt.wantIs) || !errors.As(err, &pe) || errors.Is(err, latency.ErrProbeInconclusive) {
+				t.Errorf("Detect(%q) = %v, want an unreachable *ProbeError matching %v", tt.endpoint, err, tt.wantIs)
+			}
+		})
+	}
+}
+
+// TestFilterConformance runs the filter suite on the zone filter served as
+// a plugin, and checks the cases against the compiled-in zone filter.
+func TestFilterConformance(t *testing.T) {
+	zones, _ := zonefilter.ParseZones(strings.NewReader(zonesText))
+	for _, c := range zoneCases {
+		if got := zonefilter.Decide("az1", zones, c.Queues); !slices.Equal(got, c.Want) {
+			t.Fatalf("case %s: zonefilter.Decide() = %v, want %v", c.Name, got, c.Want)
+		}
+	}
+	f := newFilter(t, host.FilterConfig{Config: helper("zone")})
+	filtertest.Run(t, func(testing.TB) filtertest.Subject {
+		return filtertest.Subject{Filter: f, Update: func(tb testing.TB, info *route.PublishInfo) {
+			f.Update(info)
+			if err := f.Refresh(context.Background()); err != nil {
+				tb.Fatalf("Refresh() error = %v", err)
+			}
+		}}
+	}, zoneCases)
+}
+
+// TestFilterInStrategy picks through a strategy with the plugin filter: every
+// pick lands in the preferred zone.
+func TestFilterInStrategy(t *testing.T) {
+	f := newFilter(t, host.FilterConfig{Config: helper("zone")})
+	info := filtertest.PublishInfo(t, zoneCases[0], "")
+	f.Update(info)
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatalf("Refresh() error = %v", err)
+	}
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	cfg.Filters = []route.QueueFilter{f}
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(0, 0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		p, ok := s.Select(info, latency.PickInfo{})
+		if !ok || p.Queue.BrokerName == "broker-c" {
+			t.Fatalf("Select() = %v, %v, want a queue outside broker-c", p, ok)
+		}
+	}
+}
+
+func TestVersionMismatch(t *testing.T) {
+	_, err := host.NewDetector(helper("v2"))
+	if !errors.Is(err, host.ErrIncompatible) || !strings.Contains(err.Error(), "version") {
+		t.Errorf("NewDetector(a version 2 plugin) error = %v, want ErrIncompatible naming the versions", err)
+	}
+}
+
+// TestWrongMagicCookie starts a plugin with the other kind's cookie: it
+// refuses to serve, and the host says so.
+func TestWrongMagicCookie(t *testing.T) {
+	_, err := host.NewDetector(helper("zone"))
+	if !errors.Is(err, host.ErrHandshake) || !strings.Contains(err.Error(), "magic cookie") {
+		t.Errorf("NewDetector(a filter plugin) error = %v, want ErrHandshake mentioning the magic cookie", err)
+	}
+	_, err = host.NewFilter(host.FilterConfig{Config: helper("tcp")})
+	if !errors.Is(err, host.ErrHandshake) {
+		t.Errorf("NewFilter(a detector plugin) error = %v, want ErrHandshake", err)
+	}
+}
+
+func fileSHA256(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestChecksum(t *testing.T) {
+	good := helper("tcp")
+	good.SHA256 = strings.ToUpper(fileSHA256(t, good.Path))
+	d := newDetector(t, good)
+	_ = d.Close()
+
+	bad := helper("tcp")
+	bad.SHA256 = strings.Repeat("ab", 32)
+	ev := newEventLog()
+	bad.OnEvent = ev.record
+	_, err := host.NewDetector(bad)
+	if !errors.Is(err, host.ErrChecksum) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("NewDetector(wrong sha256) error = %v, want ErrChecksum saying \"checksum\"", err)
+	}
+	if len(ev.ch) != 0 {
+		t.Errorf("events after a refused checksum: %v, want none (nothing started)", <-ev.ch)
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "plain.txt")
+	if err := os.WriteFile(notExec, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		cfg      host.Config
+		wantIs   []error
+		wantText string
+	}{
+		{"missing", host.Config{Path: filepath.Join(dir, "missing")}, []error{host.ErrStart, fs.ErrNotExist}, "missing"},
+		{"not executable", host.Config{Path: notExec}, []error{host.ErrStart, fs.ErrPermission}, "plain.txt"},
+		{"exits at start", helper("exit-at-start"), []error{host.ErrHandshake}, "boom: cannot read my configuration"},
+		{"garbage handshake", helper("garbage-handshake"), []error{host.ErrHandshake}, "not a handshake"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := host.NewDetector(tt.cfg)
+			for _, want := range tt.wantIs {
+				if !errors.Is(err, want) {
+					t.Errorf("NewDetector() error = %v, want it to match %v", err, want)
+				}
+			}
+			var se *host.StartError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("NewDetector() error = %v, want a *StartError saying %q", err, tt.wantText)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  host.Config
+	}{
+		{"no path", host.Config{}},
+		{"short sha", host.Config{Path: "x", SHA256: "abcd"}},
+		{"sha not hex", host.Config{Path: "x", SHA256: strings.Repeat("zz", 32)}},
+		{"env without value", host.Config{Path: "x", Env: []string{"NOVALUE"}}},
+		{"env sets the cookie", host.Config{Path: "x", Env: []string{protocol.MagicCookieKey + "=x"}}},
+		{"env sets go-plugin's", host.Config{Path: "x", Env: []string{"PLUGIN_PROTOCOL_VERSIONS=9"}}},
+		{"negative timeout", host.Config{Path: "x", CallTimeout: -1}},
+		{"backoff inverted", host.Config{Path: "x", MinBackoff: time.Minute, MaxBackoff: time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := host.NewDetector(tt.cfg); !errors.Is(err, host.ErrInvalidConfig) {
+				t.Errorf("NewDetector(%+v) error = %v, want ErrInvalidConfig", tt.cfg, err)
+			}
+		})
+	}
+	if _, err := host.NewFilter(host.FilterConfig{Config: helper("zone"), RefreshInterval: -1}); !errors.Is(err, host.ErrInvalidConfig) {
+		t.Errorf("NewFilter(negative refresh) error = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestDetectHang checks the per-call timeout against a plugin that never
+// answers: the probe is inconclusive, not unreachable.
+func TestDetectHang(t *testing.T) {
+	cfg := helper("hang-detector")
+	cfg.CallTimeout = 150 * time.Millisecond
+	d := newDetector(t, cfg)
+	for name, deadline := range map[string]time.Duration{"call timeout": time.Hour, "probe deadline": 80 * time.Millisecond} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			err := d.Detect(ctx, "127.0.0.1:1")
+			if !errors.Is(err, host.ErrCallTimeout) || !errors.Is(err, latency.ErrProbeInconclusive) {
+				t.Errorf("Detect() on a hung plugin = %v, want ErrCallTimeout, inconclusive", err)
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		go func() { res <- d.Detect(ctx, "127.0.0.1:1") }()
+		cancel()
+		if err := <-res; !errors.Is(err, context.Canceled) || !errors.Is(err, latency.ErrProbeInconclusive) {
+			t.Errorf("Detect() cancelled = %v, want context.Canceled, inconclusive", err)
+		}
+	})
+}
+
+// TestFilterHang checks that a hung filter plugin blocks neither Update nor
+// the pick path: its routes are admitted whole, Refresh times out.
+func TestFilterHang(t *testing.T) {
+	cfg := helper("hang-filter")
+	cfg.CallTimeout = 150 * time.Millisecond
+	f := newFilter(t, host.FilterConfig{Config: cfg})
+	c := zoneCases[0]
+	f.Update(filtertest.PublishInfo(t, c, ""))
+	for _, qu := range c.Queues {
+		qu.Topic = c.Topic
+		if !f.Filter(qu) {
+			t.Errorf("Filter(%s) = false before any verdict, want true", qu)
+		}
+	}
+	if err := f.Refresh(context.Background()); !errors.Is(err, host.ErrCallTimeout) || !strings.Contains(err.Error(), c.Topic) {
+		t.Errorf("Refresh() on a hung plugin = %v, want ErrCallTimeout naming topic %s", err, c.Topic)
+	}
+}
+
+func TestGarbageAnswers(t *testing.T) {
+	d := newDetector(t, helper("garbage-detector"))
+	for _, ep := range []string{"verdict-42", "code-99", "empty", "grpc-error", "reachable-with-code"} {
+		t.Run(ep, func(t *testing.T) {
+			err := d.Detect(context.Background(), ep)
+			if !errors.Is(err, host.ErrBadAnswer) || !errors.Is(err, latency.ErrProbeInconclusive) {
+				t.Errorf("Detect(%s) = %v, want ErrBadAnswer, inconclusive", ep, err)
+			}
+		})
+	}
+	t.Run("filter", func(t *testing.T) {
+		f := newFilter(t, host.FilterConfig{Config: helper("garbage-filter")})
+		c := zoneCases[0]
+		f.Update(filtertest.PublishInfo(t, c, ""))
+		if err := f.Refresh(context.Background()); !errors.Is(err, host.ErrBadAnswer) {
+			t.Errorf("Refresh() on a garbage filter = %v, want ErrBadAnswer", err)
+		}
+		for _, qu := range c.Queues {
+			qu.Topic = c.Topic
+			if !f.Filter(qu) {
+				t.Errorf("Filter(%s) = false after a garbage answer, want true (fail open)", qu)
+			}
+		}
+	})
+}
+
+// killAndRestart kills the plugin started in ev, checks what happens while
+// it is down with whileDown, then lets the clock reach the restart and
+// returns the new process's start event.
+func killAndRestart(t *testing.T, ev *eventLog, clock *latency.ManualClock, started host.Event, whileDown func()) host.Event {
+	t.Helper()
+	if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %d: %v", started.PID, err)
+	}
+	exited := ev.wait(t, host.EventExited)
+	if exited.PID != started.PID || exited.Err == nil || !strings.Contains(exited.Err.Error(), "killed") {
+		t.Errorf("exit event = %+v, want pid %d killed", exited, started.PID)
+	}
+	sched := ev.wait(t, host.EventRestartScheduled)
+	if sched.Attempt != 1 || sched.Backoff != time.Second {
+		t.Errorf("restart event = %+v, want attempt 1 after 1s", sched)
+	}
+	whileDown()
+	clock.Advance(sched.Backoff)
+	restarted := ev.wait(t, host.EventStarted)
+	if restarted.PID == started.PID || restarted.Attempt != 1 {
+		t.Errorf("restart = %+v, want a new process on attempt 1", restarted)
+	}
+	return restarted
+}
+
+func supervised(name string, clock latency.Clock, ev *eventLog) host.Config {
+	cfg := helper(name)
+	cfg.Clock = clock
+	cfg.OnEvent = ev.record
+	cfg.MinBackoff = time.Second
+	return cfg
+}
+
+// TestDetectorKilled kills a detector plugin with SIGKILL mid-run: probes are
+// inconclusive while it is down, a detector round goes on, the host restarts
+// it after the backoff, and Close leaves no process.
+func TestDetectorKilled(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	d := newDetector(t, supervised("tcp", clock, ev))
+	started := ev.wait(t, host.EventStarted)
+	up := detectortest.ListenTCP(t)
+	ctx := context.Background()
+	if err := d.Detect(ctx, up); err != nil {
+		t.Fatalf("Detect(up) = %v, want nil", err)
+	}
+	cfg := latency.DefaultConfig()
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithServiceDetector(d),
+		latency.WithResolver(latency.StaticResolver{"broker-a": up}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Update("broker-a", 0, true, false) // isolated and unreachable
+	restarted := killAndRestart(t, ev, clock, started, func() {
+		if err := d.Detect(ctx, up); !errors.Is(err, host.ErrUnavailable) || !errors.Is(err, latency.ErrProbeInconclusive) {
+			t.Errorf("Detect() while the plugin is down = %v, want ErrUnavailable, inconclusive", err)
+		}
+		rep, err := s.DetectRound(ctx)
+		if err != nil || rep.Inconclusive != 1 || s.Table().IsReachable("broker-a") {
+			t.Errorf("DetectRound() while down = %+v, %v, want 1 inconclusive probe and broker-a still unreachable", rep, err)
+		}
+	})
+	if err := d.Detect(ctx, up); err != nil {
+		t.Errorf("Detect(up) after the restart = %v, want nil", err)
+	}
+	_ = d.Close()
+	ev.wait(t, host.EventStopped)
+	if err := syscall.Kill(restarted.PID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("kill -0 %d after Close = %v, want ESRCH (no process left)", restarted.PID, err)
+	}
+	if err := d.Detect(ctx, up); !errors.Is(err, host.ErrClosed) || !errors.Is(err, latency.ErrProbeInconclusive) {
+		t.Errorf("Detect() after Close = %v, want ErrClosed, inconclusive", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+}
+
+// TestFilterKilled kills a filter plugin with SIGKILL while picks run: no pick
+// fails, the filter admits everything while the plugin is down, and its
+// verdicts come back after the restart.
+func TestFilterKilled(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	f := newFilter(t, host.FilterConfig{Config: supervised("zone", clock, ev), RefreshInterval: time.Hour})
+	started := ev.wait(t, host.EventStarted)
+	c := zoneCases[0]
+	info := filtertest.PublishInfo(t, c, "")
+	f.Update(info)
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	outside := route.MessageQueue{Topic: c.Topic, BrokerName: "broker-c", QueueID: 0}
+	if f.Filter(outside) {
+		t.Fatalf("Filter(%s) = true, want false", outside)
+	}
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	cfg.Filters = []route.QueueFilter{f}
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var picks, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, ok := s.Select(info, latency.PickInfo{}); ok {
+					picks.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	killAndRestart(t, ev, clock, started, func() {
+		if !f.Filter(outside) {
+			t.Errorf("Filter(%s) = false while the plugin is down, want true (fail open)", outside)
+		}
+	})
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Errorf("Refresh() after the restart = %v", err)
+	}
+	if f.Filter(outside) {
+		t.Errorf("Filter(%s) = true after the restart, want false", outside)
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 || picks.Load() == 0 {
+		t.Errorf("picks = %d, failed = %d; want picks and no failure", picks.Load(), failed.Load())
+	}
+}
+
+// TestRestartBackoff makes restarts fail and checks that the delay doubles
+// up to MaxBackoff, and that a good restart ends it.
+func TestRestartBackoff(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "plugin.sh")
+	good := "#!/bin/sh\nexec " + os.Args[0] + " \"$@\"\n"
+	if err := os.WriteFile(script, []byte(good), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	cfg := supervised("tcp", clock, ev)
+	cfg.Path = script
+	cfg.MaxBackoff = 3 * time.Second
+	newDetector(t, cfg)
+	started := ev.wait(t, host.EventStarted)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho broken install >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ev.wait(t, host.EventExited)
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
+		sched := ev.wait(t, host.EventRestartScheduled)
+		if sched.Backoff != want || sched.Attempt != i+1 {
+			t.Errorf("restart %d scheduled after %v (attempt %d), want %v", i+1, sched.Backoff, sched.Attempt, want)
+		}
+		if i == 2 {
+			if err := os.WriteFile(script, []byte(good), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Advance(sched.Backoff)
+		if i < 2 {
+			failed := ev.wait(t, host.EventRestartFailed)
+			if !errors.Is(failed.Err, host.ErrHandshake) || !strings.Contains(failed.Err.Error(), "broken install") {
+				t.Errorf("restart failure = %v, want ErrHandshake with the plugin's output", failed.Err)
+			}
+		}
+	}
+	if e := ev.wait(t, host.EventStarted); e.Attempt != 3 {
+		t.Errorf("restarted on attempt %d, want 3", e.Attempt)
+	}
+}
+
+// TestCloseDuringBackoff closes while a restart is pending.
+func TestCloseDuringBackoff(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	d := newDetector(t, supervised("tcp", clock, ev))
+	started := ev.wait(t, host.EventStarted)
+	_ = syscall.Kill(started.PID, syscall.SIGKILL)
+	ev.wait(t, host.EventRestartScheduled)
+	if err := d.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+}
+
+// TestFilterClose checks the filter after Close: it admits everything, and
+// Update and Refresh do no harm.
+func TestFilterClose(t *testing.T) {
+	ev := newEventLog()
+	cfg := helper("zone")
+	cfg.OnEvent = ev.record
+	f := newFilter(t, host.FilterConfig{Config: cfg})
+	started := ev.wait(t, host.EventStarted)
+	c := zoneCases[0]
+	f.Update(filtertest.PublishInfo(t, c, ""))
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if err := syscall.Kill(started.PID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("kill -0 %d after Close = %v, want ESRCH", started.PID, err)
+	}
+	outside := route.MessageQueue{Topic: c.Topic, BrokerName: "broker-c"}
+	if !f.Filter(outside) {
+		t.Errorf("Filter(%s) after Close = false, want true", outside)
+	}
+	f.Update(filtertest.PublishInfo(t, c, ""))
+	if err := f.Refresh(context.Background()); !errors.Is(err, host.ErrClosed) {
+		t.Errorf("Refresh() after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestFilterBackground checks that Update fetches in the background and
+// that the refresh interval refetches every route.
+func TestFilterBackground(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	decided := make(chan string, 16)
+	cfg := helper("zone")
+	cfg.Clock = clock
+	f := newFilter(t, host.FilterConfig{Config: cfg, RefreshInterval: time.Minute, OnDecision: func(topic string, err error) {
+		if err != nil {
+			topic += ": " + err.Error()
+		}
+		decided <- topic
+	}})
+	c := zoneCases[0]
+	f.Update(filtertest.PublishInfo(t, c, ""))
+	waitDecision := func() {
+		t.Helper()
+		select {
+		case got := <-decided:
+			if got != c.Topic {
+				t.Errorf("decision for %q, want %q", got, c.Topic)
+			}
+		case <-time.After(patience):
+			t.Fatal("no decision")
+		}
+	}
+	waitDecision()
+	outside := route.MessageQueue{Topic: c.Topic, BrokerName: "broker-c"}
+	if f.Filter(outside) {
+		t.Errorf("Filter(%s) = true after the background decision, want false", outside)
+	}
+	clock.Advance(time.Minute)
+	waitDecision()
+	f.Remove(c.Topic)
+	if !f.Filter(outside) {
+		t.Errorf("Filter(%s) = false after Remove, want true", outside)
+	}
+}
+
+// TestLogsRouted checks that the plugin's log lines, stderr and stdout reach
+// the host's slog logger.
+func TestLogsRouted(t *testing.T) {
+	capture := &logCapture{}
+	cfg := helper("logger")
+	cfg.Logger = slogNew(capture)
+	d := newDetector(t, cfg)
+	if err := d.Detect(context.Background(), "ep:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	r := capture.waitFor(t, "probing")
+	if ep, _ := attr(r, "endpoint"); ep.String() != "ep:1" || r.Level.String() != "WARN" {
+		t.Errorf("plugin log record = %v %q endpoint=%v, want WARN probing endpoint=ep:1", r.Level, r.Message, ep)
+	}
+	if p, ok := attr(r, "plugin"); !ok || p.String() != filepath.Base(os.Args[0]) {
+		t.Errorf("plugin log record's plugin = %v, want %s", p, filepath.Base(os.Args[0]))
+	}
+	if _, ok := attr(r, "pid"); !ok {
+		t.Error("plugin log record has no pid")
+	}
+	capture.waitFor(t, "plain stderr line for ep:1")
+	capture.waitFor(t, "plain stdout line for ep:1")
+}
