@@ -1,0 +1,627 @@
+package latency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// detectorRig is a v5 strategy on a manual clock with a mocked resolver,
+// service detector and observer.
+type detectorRig struct {
+	s        *latency.Strategy
+	clock    *latency.ManualClock
+	resolver *mocks.MockResolver
+	service  *mocks.MockServiceDetector
+	obs      *mocks.MockObserver
+}
+
+func newDetectorRig(t *testing.T, ctrl *gomock.Controller, withService bool, change func(*latency.Config)) *detectorRig {
+	t.Helper()
+	r := &detectorRig{
+		clock:    latency.NewManualClock(t0),
+		resolver: mocks.NewMockResolver(ctrl),
+		service:  mocks.NewMockServiceDetector(ctrl),
+		obs:      mocks.NewMockObserver(ctrl),
+	}
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	if change != nil {
+		change(&cfg)
+	}
+	opts := []latency.Option{latency.WithClock(r.clock), latency.WithResolver(r.resolver), latency.WithObserver(r.obs), latency.WithLogger(discardLog)}
+	if withService {
+		opts = append(opts, latency.WithServiceDetector(r.service))
+	}
+	s, err := latency.NewStrategy(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s = s
+	t.Cleanup(func() { s.Close() })
+	r.obs.EXPECT().OnIsolate(gomock.Any()).AnyTimes()
+	r.obs.EXPECT().OnRecover(gomock.Any()).AnyTimes()
+	return r
+}
+
+// isolate gives broker an item: isolated for an hour, reachable or not.
+func (r *detectorRig) isolate(broker string, reachable bool) {
+	r.s.Table().Update(broker, 5*time.Millisecond, time.Hour, reachable)
+}
+
+func (r *detectorRig) round(t *testing.T) latency.RoundReport {
+	t.Helper()
+	rep, err := r.s.DetectRound(t.Context())
+	if err != nil {
+		t.Fatalf("DetectRound() error = %v", err)
+	}
+	return rep
+}
+
+func probeEvent(broker string, err error, became bool) gomock.Matcher {
+	return gomock.Cond(func(ev latency.ProbeEvent) bool {
+		if ev.Broker != broker || ev.Addr != "addr-"+broker || ev.BecameReachable != became {
+			return false
+		}
+		if err == nil {
+			return ev.Err == nil
+		}
+		return errors.Is(ev.Err, err)
+	})
+}
+
+var errRefused = errors.New("connection refused")
+
+func TestDetectRound(t *testing.T) {
+	type step struct {
+		advance time.Duration
+		want    latency.RoundReport
+	}
+	tests := []struct {
+		name        string
+		withService bool
+		reachable   bool // the item's reachability before the rounds
+		expect      func(r *detectorRig)
+		steps       []step
+		wantItem    bool // b still has an item afterwards
+		wantReach   bool
+	}{
+		{
+			name: "check stamp not due until the interval passed", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true).Times(2)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(errRefused).Times(2)
+				r.obs.EXPECT().OnProbe(probeEvent("b", errRefused, false)).Times(2)
+			},
+			steps: []step{
+				{0, latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}},
+				{1999 * time.Millisecond, latency.RoundReport{}},
+				{time.Millisecond, latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}},
+			},
+			wantItem: true,
+		},
+		{
+			name: "resolver miss removes the item", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("", false)
+				r.service.EXPECT().Detect(gomock.Any(), gomock.Any()).Times(0)
+				r.obs.EXPECT().OnProbe(gomock.Any()).Times(0)
+			},
+			steps:     []step{{0, latency.RoundReport{Due: 1, Removed: 1}}, {time.Hour, latency.RoundReport{}}},
+			wantReach: true, // an unknown broker is reachable
+		},
+		{
+			name: "no service detector skips the probe",
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.obs.EXPECT().OnProbe(gomock.Any()).Times(0)
+			},
+			steps:    []step{{0, latency.RoundReport{Due: 1}}},
+			wantItem: true,
+		},
+		{
+			name: "probe ok marks reachable", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(ctx context.Context, _ string) error {
+					if _, ok := ctx.Deadline(); !ok {
+						return errors.New("probe context has no deadline")
+					}
+					return nil
+				})
+				r.obs.EXPECT().OnProbe(probeEvent("b", nil, true))
+			},
+			steps:     []step{{0, latency.RoundReport{Due: 1, Probed: 1, Reachable: 1}}},
+			wantItem:  true,
+			wantReach: true,
+		},
+		{
+			name: "probe ok on a reachable broker changes nothing", withService: true, reachable: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(nil)
+				r.obs.EXPECT().OnProbe(probeEvent("b", nil, false))
+			},
+			steps:     []step{{0, latency.RoundReport{Due: 1, Probed: 1, Reachable: 1}}},
+			wantItem:  true,
+			wantReach: true,
+		},
+		{
+			name: "probe failure leaves it unreachable", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(errRefused)
+				r.obs.EXPECT().OnProbe(probeEvent("b", errRefused, false))
+			},
+			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}}},
+			wantItem: true,
+		},
+		{
+			name: "probe failure leaves a reachable broker reachable", withService: true, reachable: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(errRefused)
+				r.obs.EXPECT().OnProbe(probeEvent("b", errRefused, false))
+			},
+			steps:     []step{{0, latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}}},
+			wantItem:  true,
+			wantReach: true,
+		},
+		{
+			name: "inconclusive leaves it", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(fmt.Errorf("%w: plugin exited", latency.ErrProbeInconclusive))
+				r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+			},
+			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1}}},
+			wantItem: true,
+		},
+		{
+			name: "a panicking detector is inconclusive", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error { panic("boom") })
+				r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+			},
+			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1}}},
+			wantItem: true,
+		},
+		{
+			name: "a probe that reports its own deadline counts as timed out", withService: true,
+			expect: func(r *detectorRig) {
+				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(fmt.Errorf("dial: %w", context.DeadlineExceeded))
+				r.obs.EXPECT().OnProbe(probeEvent("b", context.DeadlineExceeded, false))
+			},
+			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1, TimedOut: 1}}},
+			wantItem: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			r := newDetectorRig(t, ctrl, tt.withService, nil)
+			r.isolate("b", tt.reachable)
+			before, _ := r.s.Table().Item("b")
+			tt.expect(r)
+			for i, st := range tt.steps {
+				r.clock.Advance(st.advance)
+				if got := r.round(t); got != st.want {
+					t.Errorf("round %d: DetectRound() = %+v, want %+v", i+1, got, st.want)
+				}
+			}
+			it, ok := r.s.Table().Item("b")
+			if ok != tt.wantItem {
+				t.Fatalf("Item(b) ok = %t, want %t", ok, tt.wantItem)
+			}
+			if got := r.s.FaultTolerance().IsReachable("b"); got != tt.wantReach {
+				t.Errorf("IsReachable(b) = %t, want %t", got, tt.wantReach)
+			}
+			if ok && (!it.IsolatedUntil.Equal(before.IsolatedUntil) || it.Latency != before.Latency) {
+				t.Errorf("the detector touched the isolation: %+v, was %+v", it, before)
+			}
+		})
+	}
+}
+
+// TestDetectRoundCheckStamp: a checked item's stamp is now + interval.
+func TestDetectRoundCheckStamp(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, false, func(c *latency.Config) { c.DetectInterval = 700 * time.Millisecond })
+	r.isolate("b", false)
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+	r.clock.Advance(5 * time.Second)
+	r.round(t)
+	if it, _ := r.s.Table().Item("b"); ms(it.CheckStamp) != 5700 {
+		t.Errorf("CheckStamp = %d ms after t0, want 5700", ms(it.CheckStamp))
+	}
+}
+
+// TestDetectRoundMixed checks the report's counts over several brokers, and
+// that with one probe at a time they are taken in name order.
+func TestDetectRoundMixed(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, nil)
+	r.obs.EXPECT().OnProbe(gomock.Any()).AnyTimes()
+	// e is checked first, so it is not due in the round under test.
+	r.isolate("e", false)
+	gomock.InOrder(
+		r.resolver.EXPECT().Resolve("e").Return("addr-e", true),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-e").Return(errRefused),
+	)
+	r.round(t)
+	for _, b := range []string{"d", "c", "b", "a"} {
+		r.isolate(b, false)
+	}
+	gomock.InOrder(
+		r.resolver.EXPECT().Resolve("a").Return("", false),
+		r.resolver.EXPECT().Resolve("b").Return("addr-b", true),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(nil),
+		r.resolver.EXPECT().Resolve("c").Return("addr-c", true),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-c").Return(errRefused),
+		r.resolver.EXPECT().Resolve("d").Return("addr-d", true),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-d").Return(latency.ErrProbeInconclusive),
+	)
+	want := latency.RoundReport{Due: 4, Removed: 1, Probed: 3, Reachable: 1, Unreachable: 1, Inconclusive: 1}
+	if got := r.round(t); got != want {
+		t.Errorf("DetectRound() = %+v, want %+v", got, want)
+	}
+	var reach []bool
+	for _, b := range []string{"a", "b", "c", "d", "e"} {
+		reach = append(reach, r.s.FaultTolerance().IsReachable(b))
+	}
+	if want := []bool{true, true, false, false, false}; fmt.Sprint(reach) != fmt.Sprint(want) {
+		t.Errorf("IsReachable(a..e) = %v, want %v", reach, want)
+	}
+}
+
+func TestDetectRoundCancelled(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, nil)
+	r.isolate("b", false)
+	r.resolver.EXPECT().Resolve(gomock.Any()).Times(0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	rep, err := r.s.DetectRound(ctx)
+	if err != nil || rep != (latency.RoundReport{}) {
+		t.Errorf("DetectRound(cancelled) = %+v, %v, want an empty report", rep, err)
+	}
+}
+
+func TestDetectRoundNoDetector(t *testing.T) {
+	for _, cfg := range []latency.Config{latency.Reference5(), latency.Reference4()} {
+		t.Run(string(cfg.Mode), func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			var opts []latency.Option
+			if cfg.Mode == latency.ModeV4 {
+				// v4 has no detector even with a resolver.
+				opts = append(opts, latency.WithResolver(mocks.NewMockResolver(ctrl)))
+			}
+			s, err := latency.NewStrategy(cfg, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.DetectRound(t.Context()); !errors.Is(err, latency.ErrNoDetector) {
+				t.Errorf("DetectRound() error = %v, want ErrNoDetector", err)
+			}
+			if err := s.Start(); err != nil {
+				t.Errorf("Start() without a detector = %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestDetectProbeHangsPastTimeout: the round stops waiting when the probe's
+// timeout passes on the clock and counts it as timed out; Close waits for
+// the hung Detect call to return.
+func TestDetectProbeHangsPastTimeout(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, nil)
+	r.isolate("b", false)
+	started, release := make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+	r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error {
+		close(started)
+		<-release // ignores its context
+		returned.Store(true)
+		return nil
+	})
+	r.obs.EXPECT().OnProbe(gomock.Cond(func(ev latency.ProbeEvent) bool {
+		return errors.Is(ev.Err, context.DeadlineExceeded) && ev.Elapsed == 200*time.Millisecond
+	}))
+	reports := make(chan latency.RoundReport)
+	go func() {
+		rep, _ := r.s.DetectRound(context.Background())
+		reports <- rep
+	}()
+	<-started
+	r.clock.Advance(199 * time.Millisecond)
+	select {
+	case rep := <-reports:
+		t.Fatalf("round returned before the timeout: %+v", rep)
+	default:
+	}
+	r.clock.Advance(time.Millisecond)
+	want := latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1, TimedOut: 1}
+	if got := <-reports; got != want {
+		t.Errorf("DetectRound() = %+v, want %+v", got, want)
+	}
+	if r.s.FaultTolerance().IsReachable("b") {
+		t.Errorf("IsReachable(b) = true after a timed-out probe")
+	}
+
+	closed := make(chan struct{})
+	go func() {
+		r.s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close() returned while a Detect call hangs")
+	default:
+	}
+	close(release)
+	<-closed
+	if !returned.Load() {
+		t.Errorf("Close() returned before the hung Detect call did")
+	}
+}
+
+// TestDetectCloseDuringRound: Close cancels a background round's probe,
+// waits for it, and leaves no goroutine behind.
+func TestDetectCloseDuringRound(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.Detector = true })
+	r.isolate("b", false)
+	started, cancelled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+	r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(ctx context.Context, _ string) error {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		<-release
+		returned.Store(true)
+		return ctx.Err()
+	})
+	r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false)).MaxTimes(1)
+	if err := r.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(3 * time.Second) // one tick: a round
+	<-started
+	closed := make(chan struct{})
+	go func() {
+		r.s.Close()
+		close(closed)
+	}()
+	<-cancelled
+	select {
+	case <-closed:
+		t.Fatal("Close() returned while a probe is running")
+	default:
+	}
+	close(release)
+	<-closed
+	if !returned.Load() {
+		t.Errorf("Close() returned before the probe did")
+	}
+	if r.s.FaultTolerance().IsReachable("b") {
+		t.Errorf("IsReachable(b) = true after a cancelled probe")
+	}
+	if err := r.s.Start(); !errors.Is(err, latency.ErrClosed) {
+		t.Errorf("Start() after Close() = %v, want ErrClosed", err)
+	}
+	if err := r.s.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+}
+
+// TestDetectParallelBound: with DetectParallel 2 no more than two probes
+// run at once, and two do.
+func TestDetectParallelBound(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.DetectParallel = 2 })
+	r.obs.EXPECT().OnProbe(gomock.Any()).AnyTimes()
+	brokers := []string{"a", "b", "c", "d", "e"}
+	for _, b := range brokers {
+		r.isolate(b, false)
+	}
+	var inflight, peak atomic.Int32
+	entered := make(chan string)
+	release := make(chan struct{})
+	r.resolver.EXPECT().Resolve(gomock.Any()).DoAndReturn(func(b string) (string, bool) { return "addr-" + b, true }).Times(len(brokers))
+	r.service.EXPECT().Detect(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, addr string) error {
+		n := inflight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		entered <- addr
+		<-release
+		inflight.Add(-1)
+		return nil
+	}).Times(len(brokers))
+	reports := make(chan latency.RoundReport)
+	go func() {
+		rep, _ := r.s.DetectRound(context.Background())
+		reports <- rep
+	}()
+	<-entered
+	<-entered // two probes run at once
+	for range len(brokers) - 2 {
+		release <- struct{}{}
+		<-entered
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	rep := <-reports
+	if rep.Probed != len(brokers) || rep.Reachable != len(brokers) {
+		t.Errorf("DetectRound() = %+v, want %d probes, all reachable", rep, len(brokers))
+	}
+	if got := peak.Load(); got != 2 {
+		t.Errorf("at most %d probes ran at once, want 2", got)
+	}
+}
+
+// TestDetectorSwitchTicks drives the background loop through a mocked clock
+// whose ticker channel is unbuffered: a tick is sent only when the loop
+// takes it, so the loop has finished with tick k when tick k+1 is taken.
+func TestDetectorSwitchTicks(t *testing.T) {
+	tests := []struct {
+		name       string
+		on         bool
+		wantRounds int
+	}{
+		{"switch off: no rounds", false, 0},
+		{"switch on: a round per tick", true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			ctrl := gomock.NewController(t)
+			clock := mocks.NewMockClock(ctrl)
+			ticker := mocks.NewMockTicker(ctrl)
+			resolver := mocks.NewMockResolver(ctrl)
+			ticks := make(chan time.Time)
+			var now atomic.Int64
+			now.Store(t0.UnixNano())
+			clock.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
+			clock.EXPECT().NewTicker(7 * time.Second).Return(ticker).Times(1)
+			ticker.EXPECT().C().Return(ticks).AnyTimes()
+			ticker.EXPECT().Stop().Times(1)
+			resolved := make(chan struct{})
+			resolver.EXPECT().Resolve("b").DoAndReturn(func(string) (string, bool) {
+				resolved <- struct{}{}
+				return "addr-b", true
+			}).Times(tt.wantRounds)
+
+			cfg := latency.Reference5()
+			cfg.FaultTolerance = true
+			cfg.Detector = tt.on
+			cfg.DetectPeriod = 7 * time.Second
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Table().Update("b", 0, 0, false) // an item, no isolation: no timer
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil { // harmless
+				t.Fatal(err)
+			}
+			for range 3 {
+				now.Add(int64(7 * time.Second))
+				ticks <- time.Unix(0, now.Load())
+				if tt.on {
+					<-resolved // the round read the clock before it resolved
+				}
+			}
+			// Taken only once the loop is done with the third tick; nothing
+			// is due at this time, so it makes no round either way.
+			ticks <- time.Unix(0, now.Load())
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestDetectorLoopManualClock: with the switch on, each DetectPeriod of the
+// manual clock makes a round; turning the switch off stops them.
+func TestDetectorLoopManualClock(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, false, func(c *latency.Config) { c.Detector = true })
+	r.isolate("b", false)
+	resolved := make(chan time.Time)
+	r.resolver.EXPECT().Resolve("b").DoAndReturn(func(string) (string, bool) {
+		resolved <- r.clock.Now()
+		return "addr-b", true
+	}).Times(2)
+	if err := r.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(3 * time.Second)
+	if got := ms(<-resolved); got != 3000 {
+		t.Errorf("first round at %d ms, want 3000", got)
+	}
+	r.clock.Advance(3 * time.Second)
+	if got := ms(<-resolved); got != 6000 {
+		t.Errorf("second round at %d ms, want 6000", got)
+	}
+	if err := r.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResolverAdapters(t *testing.T) {
+	tests := []struct {
+		name     string
+		resolver latency.Resolver
+		broker   string
+		want     string
+		wantOK   bool
+	}{
+		{"static hit", latency.StaticResolver{"b": "10.0.0.1:10911"}, "b", "10.0.0.1:10911", true},
+		{"static miss", latency.StaticResolver{"b": "10.0.0.1:10911"}, "c", "", false},
+		{"func", latency.ResolverFunc(func(b string) (string, bool) { return b + ":1", b != "" }), "x", "x:1", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.resolver.Resolve(tt.broker)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("Resolve(%q) = %q, %t, want %q, %t", tt.broker, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestObserverConcurrentProbes: observers are called from probe goroutines
+// in parallel; a race-free observer sees every probe.
+func TestObserverConcurrentProbes(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.DetectParallel = 8 })
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	r.obs.EXPECT().OnProbe(gomock.Any()).Do(func(ev latency.ProbeEvent) {
+		mu.Lock()
+		seen[ev.Broker] = ev.BecameReachable
+		mu.Unlock()
+	}).Times(16)
+	for i := range 16 {
+		r.isolate("b"+itoa(i), false)
+	}
+	r.resolver.EXPECT().Resolve(gomock.Any()).DoAndReturn(func(b string) (string, bool) { return "addr-" + b, true }).AnyTimes()
+	r.service.EXPECT().Detect(gomock.Any(), gomock.Any()).Return(nil).AnyTimes()
+	if rep := r.round(t); rep.Reachable != 16 {
+		t.Errorf("DetectRound() = %+v, want 16 reachable", rep)
+	}
+	for b, became := range seen {
+		if !became {
+			t.Errorf("probe of %s: BecameReachable = false", b)
+		}
+	}
+}

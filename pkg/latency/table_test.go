@@ -1,0 +1,477 @@
+package latency_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// tableStep is one operation on a fault table in a scripted test.
+type tableStep struct {
+	advance   time.Duration // first move the clock
+	latency   time.Duration
+	isolation time.Duration
+	reachable bool
+	wantUntil int64 // ms after t0; -1 means never isolated (the epoch)
+	wantAvail bool
+}
+
+// TestFaultTableUpdateRules: v5 only ever extends an isolation (a fast
+// success never shortens it); v4 overwrites it (a fast success ends it).
+func TestFaultTableUpdateRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		mode  latency.Mode
+		steps []tableStep
+	}{
+		{"v5/new item with no isolation", latency.ModeV5, []tableStep{
+			{latency: 10 * time.Millisecond, reachable: true, wantUntil: -1, wantAvail: true},
+		}},
+		{"v5/extend only", latency.ModeV5, []tableStep{
+			{isolation: 5 * time.Second, reachable: true, wantUntil: 5000},
+			{advance: time.Second, isolation: time.Second, reachable: true, wantUntil: 5000},     // shorter: kept
+			{advance: time.Second, isolation: 0, reachable: true, wantUntil: 5000},               // success: kept
+			{advance: time.Second, isolation: 3 * time.Second, reachable: true, wantUntil: 6000}, // longer: extended
+			{advance: 3 * time.Second, isolation: 0, reachable: true, wantUntil: 6000, wantAvail: true},
+		}},
+		{"v5/equal end is not an extension", latency.ModeV5, []tableStep{
+			{isolation: 2 * time.Second, reachable: true, wantUntil: 2000},
+			{advance: time.Second, isolation: time.Second, reachable: true, wantUntil: 2000},
+		}},
+		{"v4/overwrite", latency.ModeV4, []tableStep{
+			{isolation: 5 * time.Second, wantUntil: 5000},
+			{advance: time.Second, isolation: time.Second, wantUntil: 2000},
+			{advance: 500 * time.Millisecond, isolation: 0, wantUntil: 1500, wantAvail: true}, // a fast success ends it
+			{isolation: 30 * time.Second, wantUntil: 31500},
+		}},
+		{"v4/new item with no isolation", latency.ModeV4, []tableStep{
+			{latency: 10 * time.Millisecond, wantUntil: 0, wantAvail: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := latency.NewManualClock(t0)
+			ft := latency.NewFaultTable(tt.mode, clock)
+			for i, st := range tt.steps {
+				clock.Advance(st.advance)
+				ft.Update("b", st.latency, st.isolation, st.reachable)
+				it, ok := ft.Item("b")
+				if !ok {
+					t.Fatalf("step %d: Item(b) ok = false", i)
+				}
+				wantUntil := t0.Add(time.Duration(st.wantUntil) * time.Millisecond)
+				if st.wantUntil == -1 {
+					wantUntil = time.Unix(0, 0)
+				}
+				if !it.IsolatedUntil.Equal(wantUntil) {
+					t.Errorf("step %d: IsolatedUntil = %d ms after t0, want %d", i, ms(it.IsolatedUntil), st.wantUntil)
+				}
+				if got := ft.IsAvailable("b"); got != st.wantAvail || it.Available != st.wantAvail {
+					t.Errorf("step %d: IsAvailable(b) = %t, Item.Available = %t, want %t", i, got, it.Available, st.wantAvail)
+				}
+				if it.Latency != st.latency {
+					t.Errorf("step %d: Latency = %v, want %v", i, it.Latency, st.latency)
+				}
+			}
+		})
+	}
+}
+
+func TestFaultTableReachable(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      latency.Mode
+		reachable bool
+		want      bool
+	}{
+		{"v5 keeps unreachable", latency.ModeV5, false, false},
+		{"v5 keeps reachable", latency.ModeV5, true, true},
+		{"v4 has no reachability", latency.ModeV4, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := latency.NewFaultTable(tt.mode, latency.NewManualClock(t0))
+			ft.Update("b", 0, time.Second, tt.reachable)
+			if got := ft.IsReachable("b"); got != tt.want {
+				t.Errorf("IsReachable(b) = %t, want %t", got, tt.want)
+			}
+			if it, _ := ft.Item("b"); it.Reachable != tt.want {
+				t.Errorf("Item(b).Reachable = %t, want %t", it.Reachable, tt.want)
+			}
+		})
+	}
+}
+
+func TestFaultTableUnknownBrokers(t *testing.T) {
+	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
+		t.Run(string(mode), func(t *testing.T) {
+			ft := latency.NewFaultTable(mode, latency.NewManualClock(t0))
+			if !ft.IsAvailable("x") || !ft.IsReachable("x") {
+				t.Errorf("IsAvailable(x), IsReachable(x) = %t, %t, want true, true", ft.IsAvailable("x"), ft.IsReachable("x"))
+			}
+			if _, ok := ft.Item("x"); ok {
+				t.Errorf("Item(x) ok = true for an unknown broker")
+			}
+			if ft.SetReachable("x", false) {
+				t.Errorf("SetReachable(x) = true for an unknown broker")
+			}
+			if !ft.IsReachable("x") {
+				t.Errorf("IsReachable(x) = false after SetReachable on an unknown broker")
+			}
+			ft.Remove("x") // no item: nothing happens
+			if got := ft.Items(); len(got) != 0 {
+				t.Errorf("Items() = %v, want none", got)
+			}
+			if b, ok := ft.PickLeastBad(); ok || b != "" {
+				t.Errorf("PickLeastBad() on an empty table = %q, %t, want \"\", false", b, ok)
+			}
+		})
+	}
+}
+
+// TestFaultTableExpiryExact: a broker is available again exactly when the
+// clock reaches its isolation end, with no Update to notice it.
+func TestFaultTableExpiryExact(t *testing.T) {
+	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
+		t.Run(string(mode), func(t *testing.T) {
+			clock := latency.NewManualClock(t0)
+			ft := latency.NewFaultTable(mode, clock)
+			ft.Update("b", 0, 3*time.Second, true)
+			clock.Advance(2999 * time.Millisecond)
+			if ft.IsAvailable("b") {
+				t.Fatalf("IsAvailable(b) = true 1ms before the end")
+			}
+			clock.Advance(time.Millisecond)
+			if !ft.IsAvailable("b") {
+				t.Errorf("IsAvailable(b) = false at the end")
+			}
+			if it, _ := ft.Item("b"); !it.Available {
+				t.Errorf("Item(b).Available = false at the end")
+			}
+		})
+	}
+}
+
+// TestFaultTableExtendedWhileTimerPending: an extension moves the expiry;
+// the first end passes without making the broker available.
+func TestFaultTableExtendedWhileTimerPending(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("b", 0, time.Second, true)
+	clock.Advance(500 * time.Millisecond)
+	ft.Update("b", 0, time.Second, true) // until 1500
+	clock.Advance(500 * time.Millisecond)
+	if ft.IsAvailable("b") {
+		t.Fatalf("IsAvailable(b) = true at the first end after an extension")
+	}
+	clock.Advance(500 * time.Millisecond)
+	if !ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = false at the extended end")
+	}
+	if clock.Pending() != 0 {
+		t.Errorf("Pending() = %d after the isolation ended, want 0", clock.Pending())
+	}
+}
+
+func TestFaultTableRemoveAndRetain(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	for _, b := range []string{"a", "b", "c", "d"} {
+		ft.Update(b, time.Millisecond, time.Hour, false)
+	}
+	ft.Remove("b")
+	if _, ok := ft.Item("b"); ok || !ft.IsAvailable("b") || !ft.IsReachable("b") {
+		t.Errorf("after Remove(b): item present or b unavailable/unreachable")
+	}
+	gone := ft.Retain(func(b string) bool { return b == "c" })
+	if !slices.Equal(gone, []string{"a", "d"}) {
+		t.Errorf("Retain() = %v, want [a d] (sorted, items only)", gone)
+	}
+	items := ft.Items()
+	if len(items) != 1 || items[0].Broker != "c" {
+		t.Errorf("Items() = %v, want only c", items)
+	}
+	if got := ft.Retain(func(string) bool { return true }); got != nil {
+		t.Errorf("Retain(keep all) = %v, want nil", got)
+	}
+	// A removed broker's expiry timer is gone, and a new item starts fresh.
+	ft.Update("a", 0, 0, true)
+	if it, _ := ft.Item("a"); !it.IsolatedUntil.Equal(time.Unix(0, 0)) || !it.Available || !it.Reachable {
+		t.Errorf("new item after Retain = %+v, want never isolated, available, reachable", it)
+	}
+	clock.Advance(2 * time.Hour)
+	if !ft.IsAvailable("c") {
+		t.Errorf("IsAvailable(c) = false after its isolation ended")
+	}
+}
+
+func TestFaultTableItems(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("zeta", 7*time.Millisecond, 0, true)
+	ft.Update("alpha", 3*time.Second, 5*time.Second, false)
+	items := ft.Items()
+	want := []latency.FaultItem{
+		{Broker: "alpha", Latency: 3 * time.Second, IsolatedUntil: t0.Add(5 * time.Second), Available: false, Reachable: false, CheckStamp: time.Unix(0, 0)},
+		{Broker: "zeta", Latency: 7 * time.Millisecond, IsolatedUntil: time.Unix(0, 0), Available: true, Reachable: true, CheckStamp: time.Unix(0, 0)},
+	}
+	if len(items) != len(want) {
+		t.Fatalf("Items() = %+v, want %+v", items, want)
+	}
+	for i := range want {
+		got := items[i]
+		if got.Broker != want[i].Broker || got.Latency != want[i].Latency || !got.IsolatedUntil.Equal(want[i].IsolatedUntil) ||
+			got.Available != want[i].Available || got.Reachable != want[i].Reachable || !got.CheckStamp.Equal(want[i].CheckStamp) {
+			t.Errorf("Items()[%d] = %+v, want %+v", i, got, want[i])
+		}
+	}
+	// A snapshot: later changes do not show in it.
+	ft.SetReachable("alpha", true)
+	if items[0].Reachable {
+		t.Errorf("snapshot changed after SetReachable")
+	}
+	if !ft.IsReachable("alpha") {
+		t.Errorf("IsReachable(alpha) = false after SetReachable(true)")
+	}
+}
+
+// TestPickLeastBadOrder: with two items the better one always answers;
+// each pair differs in one criterion.
+func TestPickLeastBadOrder(t *testing.T) {
+	type item struct {
+		name      string
+		latency   time.Duration
+		isolation time.Duration
+	}
+	tests := []struct {
+		name string
+		a, b item
+		want string
+	}{
+		{"available first", item{"a", time.Hour, time.Hour}, item{"b", time.Hour, 0}, "b"},
+		{"lower latency", item{"a", 20 * time.Millisecond, time.Hour}, item{"b", 10 * time.Millisecond, time.Hour}, "b"},
+		{"earlier isolation end", item{"a", 10 * time.Millisecond, 2 * time.Hour}, item{"b", 10 * time.Millisecond, time.Hour}, "b"},
+		{"then broker name", item{"b", 10 * time.Millisecond, time.Hour}, item{"a", 10 * time.Millisecond, time.Hour}, "a"},
+		{"availability beats latency", item{"a", time.Millisecond, time.Hour}, item{"b", time.Hour, 0}, "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+			ft.Update(tt.a.name, tt.a.latency, tt.a.isolation, true)
+			ft.Update(tt.b.name, tt.b.latency, tt.b.isolation, true)
+			for i := range 3 { // half = 1: always the first
+				if got, ok := ft.PickLeastBad(); !ok || got != tt.want {
+					t.Errorf("PickLeastBad() #%d = %q, %t, want %q", i+1, got, ok, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestPickLeastBadRoundRobin(t *testing.T) {
+	ft := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+	// Sorted: e (available), then by latency a, b, c, d.
+	for i, b := range []string{"a", "b", "c", "d"} {
+		ft.Update(b, time.Duration(i+1)*time.Millisecond, time.Hour, true)
+	}
+	ft.Update("e", time.Hour, 0, true)
+	ft.WorstIndex().Store(0)
+	var got []string
+	for range 5 {
+		b, _ := ft.PickLeastBad()
+		got = append(got, b)
+	}
+	// half = 5/2 = 2: next() % 2 over [e a]: 1, 2, 3, 4, 5.
+	if want := []string{"a", "e", "a", "e", "a"}; !slices.Equal(got, want) {
+		t.Errorf("PickLeastBad() x5 = %v, want %v", got, want)
+	}
+	if got := ft.WorstIndex().Load(); got != 5 {
+		t.Errorf("WorstIndex() = %d after 5 picks, want 5", got)
+	}
+
+	one := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+	one.Update("only", 0, time.Hour, true)
+	one.WorstIndex().Store(9)
+	if b, ok := one.PickLeastBad(); !ok || b != "only" || one.WorstIndex().Load() != 9 {
+		t.Errorf("PickLeastBad() with one item = %q, %t, index %d, want only, true and the index untouched", b, ok, one.WorstIndex().Load())
+	}
+}
+
+// TestFaultTableResync: after the clock moves backwards, Resync makes the
+// isolated flags follow it again, and the expiry still fires.
+func TestFaultTableResync(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("b", 0, 5*time.Second, true)
+	ft.Update("c", 0, 0, true)
+	clock.Advance(6 * time.Second)
+	if !ft.IsAvailable("b") {
+		t.Fatalf("IsAvailable(b) = false after its isolation ended")
+	}
+	clock.Set(t0.Add(time.Second)) // backwards: b's isolation runs again until t0+5s
+	ft.Resync()
+	if ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true after the clock moved back into its isolation")
+	}
+	if !ft.IsAvailable("c") {
+		t.Errorf("IsAvailable(c) = false, never isolated")
+	}
+	clock.Advance(3999 * time.Millisecond)
+	if ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true 1ms before the end")
+	}
+	clock.Advance(time.Millisecond)
+	if !ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = false at the end after Resync")
+	}
+	// Moving back out of an isolation: Resync clears the flag.
+	ft.Update("b", 0, time.Hour, true)
+	clock.Set(t0)
+	ft.Update("d", 0, time.Hour, true)
+	clock.Set(t0.Add(-2 * time.Hour))
+	ft.Resync()
+	if ft.IsAvailable("b") || ft.IsAvailable("d") {
+		t.Errorf("IsAvailable(b), IsAvailable(d) = %t, %t, want false (isolated until after now)", ft.IsAvailable("b"), ft.IsAvailable("d"))
+	}
+	clock.Set(t0.Add(10 * time.Hour))
+	ft.Resync()
+	if !ft.IsAvailable("b") || !ft.IsAvailable("d") {
+		t.Errorf("IsAvailable(b), IsAvailable(d) = %t, %t after all ends passed, want true", ft.IsAvailable("b"), ft.IsAvailable("d"))
+	}
+}
+
+func TestFaultTableUpdateAllocatesNothing(t *testing.T) {
+	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
+		t.Run(string(mode), func(t *testing.T) {
+			clock := latency.NewManualClock(t0)
+			ft := latency.NewFaultTable(mode, clock)
+			ft.Update("b", 0, time.Second, true) // the item and its timer exist
+			iso := time.Second
+			allocs := testing.AllocsPerRun(200, func() {
+				iso += time.Millisecond // v5 extends each time, re-arming the timer
+				ft.Update("b", 30*time.Millisecond, iso, false)
+				ft.Update("b", 30*time.Millisecond, 0, true)
+			})
+			if allocs != 0 {
+				t.Errorf("Update() of a known broker allocates %v times, want 0", allocs)
+			}
+
+			cfg := latency.Reference5()
+			cfg.Mode = mode
+			cfg.FaultTolerance = true
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Update("b", time.Second, true, false)
+			lat := time.Second
+			if allocs := testing.AllocsPerRun(200, func() {
+				lat += time.Millisecond
+				s.Update("b", lat, false, true)
+				s.Update("b", lat, true, false)
+			}); allocs != 0 {
+				t.Errorf("Strategy.Update() of a known broker allocates %v times, want 0", allocs)
+			}
+		})
+	}
+}
+
+func TestNewFaultTableDefaults(t *testing.T) {
+	ft := latency.NewFaultTable("", nil) // v5 rules, real clock
+	ft.Update("b", 0, time.Hour, true)
+	ft.Update("b", 0, time.Millisecond, true) // v5: not shortened
+	if ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true: the default mode must extend only")
+	}
+	if it, _ := ft.Item("b"); it.IsolatedUntil.Before(time.Now().Add(59 * time.Minute)) {
+		t.Errorf("IsolatedUntil = %v, want about an hour from the real clock's now", it.IsolatedUntil)
+	}
+	ft.Remove("b") // stops the real timer
+}
+
+// TestStrategyUpdate: the strategy charges a failure the isolation latency
+// (10 s in v5, 30 s in v4), asks the duration table, and does nothing while
+// fault tolerance is off.
+func TestStrategyUpdate(t *testing.T) {
+	tests := []struct {
+		name       string
+		mode       latency.Mode
+		faultOn    bool
+		latency    time.Duration
+		isolation  bool
+		reachable  bool
+		wantLookup time.Duration // -1: the table is not asked
+	}{
+		{"v5 latency", latency.ModeV5, true, 600 * time.Millisecond, false, true, 600 * time.Millisecond},
+		{"v5 failure", latency.ModeV5, true, 42 * time.Millisecond, true, false, 10 * time.Second},
+		{"v4 failure", latency.ModeV4, true, 42 * time.Millisecond, true, false, 30 * time.Second},
+		{"off", latency.ModeV5, false, time.Second, true, false, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			ft := mocks.NewMockFaultTolerance(ctrl)
+			table := mocks.NewMockDurationTable(ctrl)
+			cfg := latency.Reference5()
+			cfg.Mode = tt.mode
+			cfg.FaultTolerance = tt.faultOn
+			cfg.Durations = table
+			if tt.wantLookup >= 0 {
+				gomock.InOrder(
+					table.EXPECT().Isolation(tt.wantLookup).Return(1234*time.Millisecond),
+					ft.EXPECT().Update("b", tt.latency, 1234*time.Millisecond, tt.reachable),
+				)
+			} else {
+				table.EXPECT().Isolation(gomock.Any()).Times(0)
+				ft.EXPECT().Update(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Times(0)
+			}
+			s, err := latency.NewStrategy(cfg, latency.WithFaultTolerance(ft))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Update("b", tt.latency, tt.isolation, tt.reachable)
+		})
+	}
+}
+
+// TestObserverIsolateRecover: the observer hears of every isolation that
+// begins or is extended, and of its end, at the end.
+func TestObserverIsolateRecover(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	obs := mocks.NewMockObserver(ctrl)
+	clock := latency.NewManualClock(t0)
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gomock.InOrder(
+		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "b", Reason: latency.ReasonLatency, Latency: 600 * time.Millisecond,
+			Duration: 2 * time.Second, Until: t0.Add(2 * time.Second), Reachable: true}),
+		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "b", Reason: latency.ReasonFailure, Latency: 5 * time.Millisecond,
+			Duration: 10 * time.Second, Until: t0.Add(10 * time.Second), Reachable: false}),
+		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "c", Reason: latency.ReasonExplicit, Latency: time.Millisecond,
+			Duration: time.Second, Until: t0.Add(time.Second), Reachable: true}),
+		obs.EXPECT().OnRecover(latency.RecoveryEvent{Broker: "c", At: t0.Add(time.Second)}),
+		obs.EXPECT().OnRecover(latency.RecoveryEvent{Broker: "b", At: t0.Add(10 * time.Second)}),
+		obs.EXPECT().OnIsolate(gomock.Cond(func(ev latency.IsolationEvent) bool { return ev.Broker == "d" })),
+	)
+	obs.EXPECT().OnProbe(gomock.Any()).Times(0)
+	s.Update("b", 600*time.Millisecond, false, true)
+	s.Update("b", 5*time.Millisecond, true, false)
+	s.Update("b", 600*time.Millisecond, false, true) // 2s: not an extension, no event
+	s.Table().Update("c", time.Millisecond, time.Second, true)
+	clock.Advance(time.Hour)
+	s.Table().Update("d", time.Millisecond, time.Second, true)
+	s.Table().Remove("d") // removed before its end: no recovery
+	clock.Advance(time.Hour)
+}
