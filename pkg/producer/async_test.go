@@ -249,7 +249,9 @@ func TestSendAsyncLimit(t *testing.T) {
 		first := sendAsync(t, h.p, context.Background())
 		<-entered
 		errc := make(chan error)
-		go func() { errc <- h.p.SendAsync(context.Background(), msg(), func(producer.Result, error) { t.Error("refused send called back") }) }()
+		go func() {
+			errc <- h.p.SendAsync(context.Background(), msg(), func(producer.Result, error) { t.Error("refused send called back") })
+		}()
 		// The second send waits on a clock timer for its budget; once that
 		// timer is pending (beside the route refresher's ticker), spend the
 		// budget.
