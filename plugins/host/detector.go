@@ -46,9 +46,9 @@ func ProvideDetector(cfg Config) (latency.ServiceDetector, func(), error) {
 
 // detectMargin is the part of a probe's time the plugin does not get, so
 // that its own answer ("unreachable: timed out") arrives before the host
-// stops waiting: a tenth of the time, at most 50 ms.
+// stops waiting: a fifth of the time, at most 100 ms.
 func detectMargin(d time.Duration) time.Duration {
-	return min(d/10, 50*time.Millisecond)
+	return min(d/5, 100*time.Millisecond)
 }
 
 // Detect asks the plugin to probe endpoint. The plugin's answer comes back

@@ -33,7 +33,12 @@ func detectResponse(err error) *pluginv1.DetectResponse {
 	if errors.Is(err, latency.ErrProbeInconclusive) || code == pluginv1.Code_CODE_CANCELED || code == pluginv1.Code_CODE_INTERNAL {
 		v = pluginv1.Verdict_VERDICT_INCONCLUSIVE
 	}
-	return &pluginv1.DetectResponse{Verdict: v, Code: code, Reason: clipReason(err.Error())}
+	reason := err
+	var pe *latency.ProbeError
+	if errors.As(err, &pe) && pe.Err != nil {
+		reason = pe.Err // the host names the endpoint itself
+	}
+	return &pluginv1.DetectResponse{Verdict: v, Code: code, Reason: clipReason(reason.Error())}
 }
 
 // detectError turns a plugin's answer back into a ServiceDetector's answer:

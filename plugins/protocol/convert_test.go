@@ -77,7 +77,7 @@ func TestDetectRoundTrip(t *testing.T) {
 		wantIs           error
 	}{
 		{"reachable", nil, false, nil},
-		{"refused", &latency.ProbeError{Endpoint: "e", Err: refused}, false, syscall.ECONNREFUSED},
+		{"refused", &latency.ProbeError{Endpoint: "host:1", Err: refused}, false, syscall.ECONNREFUSED},
 		{"deadline", fmt.Errorf("dial: %w", context.DeadlineExceeded), false, context.DeadlineExceeded},
 		{"os deadline", os.ErrDeadlineExceeded, false, os.ErrDeadlineExceeded},
 		{"not serving", ErrNotServing, false, ErrNotServing},

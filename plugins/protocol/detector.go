@@ -50,9 +50,28 @@ func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest
 	if req.GetTimeoutNanos() <= 0 {
 		return detectResponse(Inconclusive(fmt.Errorf("%w: timeout_nanos = %d, must be positive", ErrInvalidArgument, req.GetTimeoutNanos()))), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.GetTimeoutNanos()))
+	timeout := time.Duration(req.GetTimeoutNanos())
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return detectResponse(safeDetect(ctx, s.impl, req.GetEndpoint())), nil
+	// The answer leaves at the deadline even if the detector overstays it
+	// (a gRPC client can take tens of milliseconds past its deadline on a
+	// busy machine); the detector's call then finishes on its own.
+	res := make(chan error, 1)
+	go func() { res <- safeDetect(ctx, s.impl, req.GetEndpoint()) }()
+	select {
+	case err := <-res:
+		return detectResponse(err), nil
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-res:
+		return detectResponse(err), nil
+	default:
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return detectResponse(Inconclusive(fmt.Errorf("probe of %s cancelled: %w", req.GetEndpoint(), ctx.Err()))), nil
+	}
+	return detectResponse(fmt.Errorf("probe of %s did not finish within %v: %w", req.GetEndpoint(), timeout, ctx.Err())), nil
 }
 
 // safeDetect calls d, turning a panic into an inconclusive ErrPluginFailed

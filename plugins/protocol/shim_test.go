@@ -56,8 +56,13 @@ func TestDetectorShim(t *testing.T) {
 		"refused:1": &latency.ProbeError{Endpoint: "refused:1", Err: refused},
 		"unsure:1":  latency.ErrProbeInconclusive,
 	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
 	impl := latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
 		switch ep {
+		case "stubborn:1":
+			<-release // ignores ctx
+			return nil
 		case "panic:1":
 			panic("detector bug")
 		case "slow:1":
@@ -81,6 +86,7 @@ func TestDetectorShim(t *testing.T) {
 		{"inconclusive", "unsure:1", time.Second, false, true, latency.ErrProbeInconclusive},
 		{"panic", "panic:1", time.Second, false, true, ErrPluginFailed},
 		{"plugin honours the timeout", "slow:1", 20 * time.Millisecond, false, false, context.DeadlineExceeded},
+		{"answered at the deadline for a detector that overstays it", "stubborn:1", 20 * time.Millisecond, false, false, context.DeadlineExceeded},
 		{"zero timeout", "up:1", 0, false, true, ErrInvalidArgument},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/plugins/host"
+	"github.com/mqfault/mqfault/plugins/plugintest"
+	"github.com/mqfault/mqfault/plugins/sdk"
+)
+
+var bin string // the plugin, built by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "grpc-health-detector")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/grpc-health-detector")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// healthServer serves grpc.health.v1 on a loopback port until the test
+// ends: "" and "orders" SERVING, "billing" NOT_SERVING.
+func healthServer(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	h := health.NewServer()
+	h.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus("billing", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s, h)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	t.Cleanup(func() {
+		h.Shutdown()
+		s.Stop()
+		<-done
+	})
+	return l.Addr().String()
+}
+
+// bareServer serves gRPC without the health service.
+func bareServer(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	t.Cleanup(func() { s.Stop(); <-done })
+	return l.Addr().String()
+}
+
+func endpoints(t *testing.T) detectortest.Endpoints {
+	return detectortest.Endpoints{
+		Reachable:   []string{healthServer(t)},
+		Unreachable: []string{detectortest.ClosedTCP(t), bareServer(t), detectortest.ListenTCP(t)},
+		Silent:      []string{detectortest.SilentTCP(t)},
+	}
+}
+
+// TestConformance runs the detector suite on the detector in process and
+// served by the built plugin.
+func TestConformance(t *testing.T) {
+	t.Run("in process", func(t *testing.T) {
+		detectortest.Run(t, healthDetector{}, endpoints(t))
+	})
+	t.Run("plugin", func(t *testing.T) {
+		d, err := host.NewDetector(host.Config{Path: bin})
+		if err != nil {
+			t.Fatalf("NewDetector() error = %v", err)
+		}
+		defer d.Close()
+		detectortest.Run(t, d, endpoints(t))
+	})
+}
+
+// TestVerdicts checks each kind of answer, through the plugin (so the error
+// codes cross the wire), with --service set.
+func TestVerdicts(t *testing.T) {
+	up := healthServer(t)
+	tests := []struct {
+		name     string
+		service  string
+		endpoint string
+		wantIs   error // nil: reachable
+	}{
+		{"serving", "orders", up, nil},
+		{"not serving", "billing", up, sdk.ErrNotServing},
+		{"unknown service", "nosuch", up, sdk.ErrNotServing},
+		{"no health service", "", bareServer(t), sdk.ErrNotServing},
+		{"refused", "", detectortest.ClosedTCP(t), syscall.ECONNREFUSED},
+		{"silent", "", detectortest.SilentTCP(t), context.DeadlineExceeded},
+		{"bad endpoint", "", "no-port", sdk.ErrInvalidEndpoint},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := host.NewDetector(host.Config{Path: bin, Args: []string{"--service", tt.service}})
+			if err != nil {
+				t.Fatalf("NewDetector() error = %v", err)
+			}
+			defer d.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			err = d.Detect(ctx, tt.endpoint)
+			if tt.wantIs == nil {
+				if err != nil {
+					t.Errorf("Detect(%s) = %v, want nil", tt.endpoint, err)
+				}
+				return
+			}
+			var pe *latency.ProbeError
+			if !errors.Is(err, tt.wantIs) || !errors.As(err, &pe) {
+				t.Errorf("Detect(%s) = %v, want an unreachable *ProbeError matching %v", tt.endpoint, err, tt.wantIs)
+			}
+		})
+	}
+}
+
+func TestBadFlag(t *testing.T) {
+	_, err := host.NewDetector(host.Config{Path: bin, Args: []string{"--no-such-flag"}})
+	if !errors.Is(err, host.ErrHandshake) {
+		t.Errorf("NewDetector(bad flag) error = %v, want ErrHandshake", err)
+	}
+}

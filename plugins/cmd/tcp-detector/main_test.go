@@ -1,0 +1,117 @@
+package main_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/plugins/host"
+	"github.com/mqfault/mqfault/plugins/plugintest"
+)
+
+var bin string // the plugin, built by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tcp-detector")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+func sha(t testing.TB) string {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestConformance runs the detector suite on the plugin, pinned to its
+// checksum.
+func TestConformance(t *testing.T) {
+	d, err := host.NewDetector(host.Config{Path: bin, SHA256: sha(t)})
+	if err != nil {
+		t.Fatalf("NewDetector() error = %v", err)
+	}
+	defer d.Close()
+	detectortest.Run(t, d, detectortest.Endpoints{
+		Reachable:   []string{detectortest.ListenTCP(t), detectortest.SilentTCP(t)},
+		Unreachable: []string{detectortest.ClosedTCP(t)},
+	})
+}
+
+// TestAgreesWithBuiltIn probes the same endpoints with the plugin and the
+// built-in detector: same verdicts.
+func TestAgreesWithBuiltIn(t *testing.T) {
+	d, err := host.NewDetector(host.Config{Path: bin})
+	if err != nil {
+		t.Fatalf("NewDetector() error = %v", err)
+	}
+	defer d.Close()
+	for _, ep := range []string{detectortest.ListenTCP(t), detectortest.ClosedTCP(t), "no-port"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		want, got := latency.TCPDetector{}.Detect(ctx, ep), d.Detect(ctx, ep)
+		cancel()
+		if (want == nil) != (got == nil) {
+			t.Errorf("plugin Detect(%q) = %v, built-in = %v", ep, got, want)
+		}
+	}
+}
+
+// BenchmarkStart measures the plugin's start-up (to the end of the
+// handshake) and stop.
+func BenchmarkStart(b *testing.B) {
+	for b.Loop() {
+		d, err := host.NewDetector(host.Config{Path: bin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = d.Close()
+	}
+}
+
+// BenchmarkDetect measures one probe of a listening loopback port through
+// the plugin; BenchmarkDetectBuiltIn is the same probe in process.
+func BenchmarkDetect(b *testing.B) {
+	d, err := host.NewDetector(host.Config{Path: bin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	benchDetect(b, d)
+}
+
+// BenchmarkDetectBuiltIn is the baseline of BenchmarkDetect.
+func BenchmarkDetectBuiltIn(b *testing.B) { benchDetect(b, latency.TCPDetector{}) }
+
+func benchDetect(b *testing.B, d latency.ServiceDetector) {
+	up := detectortest.ListenTCP(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Detect(ctx, up); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
