@@ -65,13 +65,13 @@ func (p *Producer) runAsync(ctx context.Context, msg *Message, cb Callback, star
 }
 
 func (p *Producer) sendAsync(ctx context.Context, msg *Message, start time.Time) (Result, error) {
-	info, err := p.routes.get(ctx, msg.Topic)
+	info, _, err := p.route(ctx, msg.Topic, start)
 	if err != nil {
 		p.routeFailed(msg.Topic, KindAsync, start, err)
 		return Result{}, err
 	}
 	l := NewLoop(p.policy, KindAsync, msg.Topic, start)
-	p.run(ctx, &l, info, msg)
+	p.run(ctx, &l, info, msg, p.clock.Now())
 	return p.end(&l, msg.Topic)
 }
 

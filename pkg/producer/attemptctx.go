@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -20,6 +21,11 @@ type attemptCtx struct {
 	parent   context.Context
 	clock    latency.Clock
 	deadline time.Time // on clock
+
+	// released is set by release when Done was never called, so that the
+	// common path takes no lock; once set, Done and Err report Canceled.
+	released atomic.Bool
+	armed    atomic.Bool // Done was called: release takes the slow path
 
 	mu         sync.Mutex // guards the fields below
 	done       chan struct{}
@@ -52,7 +58,11 @@ func (c *attemptCtx) Done() <-chan struct{} {
 	if c.done != nil {
 		return c.done
 	}
+	c.armed.Store(true)
 	c.done = make(chan struct{})
+	if c.err == nil && c.released.Load() {
+		c.err = context.Canceled
+	}
 	if c.err == nil {
 		c.err = c.parent.Err()
 	}
@@ -79,6 +89,10 @@ func (c *attemptCtx) Err() error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if c.released.Load() {
+		c.cancel(context.Canceled)
+		return c.Err()
 	}
 	if err := c.parent.Err(); err != nil {
 		c.cancel(err)
@@ -109,6 +123,12 @@ func (c *attemptCtx) cancel(err error) {
 // release ends the attempt: the ctx reads Canceled from now on (unless it was
 // already done) and its timer and parent watch are stopped.
 func (c *attemptCtx) release() {
+	c.released.Store(true)
+	if !c.armed.Load() {
+		// Done was never called: no channel, timer or watch to stop. A
+		// Done call racing with this one sees released under the lock.
+		return
+	}
 	c.cancel(context.Canceled)
 	c.mu.Lock()
 	t, stop := c.timer, c.stopParent

@@ -47,9 +47,22 @@ func newRouteCache(src RouteSource, opts []route.Option, changed func(map[string
 // get returns topic's publish info, looking the topic up when it is not
 // cached. The error is a *RouteError.
 func (c *routeCache) get(ctx context.Context, topic string) (*route.PublishInfo, error) {
-	if e := (*c.entries.Load())[topic]; e != nil {
-		return e.info, nil
+	if info := c.cached(topic); info != nil {
+		return info, nil
 	}
+	return c.lookup(ctx, topic)
+}
+
+// cached returns topic's publish info if it is cached, else nil.
+func (c *routeCache) cached(topic string) *route.PublishInfo {
+	if e := (*c.entries.Load())[topic]; e != nil {
+		return e.info
+	}
+	return nil
+}
+
+// lookup asks the source for topic, one lookup per topic at a time.
+func (c *routeCache) lookup(ctx context.Context, topic string) (*route.PublishInfo, error) {
 	v, err, _ := c.group.Do(topic, func() (any, error) {
 		if e := (*c.entries.Load())[topic]; e != nil {
 			return e.info, nil
