@@ -71,7 +71,9 @@ func servePlugin(name string) {
 		f, _ := zonefilter.New("az1", zones)
 		sdk.ServeFilter(f)
 	case "hang-detector":
-		sdk.ServeDetector(latency.ServiceDetectorFunc(func(context.Context, string) error { <-block; return nil }))
+		// Raw, so that the whole call hangs (the SDK would answer at the
+		// deadline for a detector that overstays it).
+		serveRaw(protocol.KindDetector, func(s *grpc.Server) { pluginv1.RegisterDetectorServer(s, hangingDetector{block: block}) })
 	case "hang-filter":
 		sdk.ServeFilter(sdk.BatchFilterFunc(func(context.Context, string, []route.MessageQueue) ([]bool, error) {
 			<-block
@@ -149,6 +151,17 @@ func (garbageDetector) Detect(_ context.Context, req *pluginv1.DetectRequest) (*
 		return nil, status.Error(codes.Internal, "something broke")
 	}
 	return &pluginv1.DetectResponse{Verdict: pluginv1.Verdict_VERDICT_REACHABLE, Code: pluginv1.Code_CODE_NOT_SERVING}, nil
+}
+
+// hangingDetector never answers.
+type hangingDetector struct {
+	pluginv1.UnimplementedDetectorServer
+	block chan struct{}
+}
+
+func (h hangingDetector) Detect(context.Context, *pluginv1.DetectRequest) (*pluginv1.DetectResponse, error) {
+	<-h.block
+	return nil, nil
 }
 
 // garbageFilter always answers one verdict too few.
