@@ -68,12 +68,13 @@ loop:
 			break
 		}
 		now := d.clock.Now().UnixNano()
-		if !sl.present.Load() || now < sl.checkStamp.Load() {
+		// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
+		if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
 			<-sem
 			continue
 		}
 		c.due.Add(1)
-		sl.checkStamp.Store(now + int64(d.interval))
+		sl.checkStamp.Store(addNanos(now, d.interval))
 		addr, ok := d.resolver.Resolve(sl.name)
 		if !ok {
 			d.table.removeSlot(sl)

@@ -3,6 +3,7 @@ package latency
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -100,6 +101,10 @@ type slot struct {
 	table *FaultTable
 	mu    sync.Mutex // serializes isolation changes with the expiry timer
 	timer Timer      // guarded by mu; created on the first isolation
+	// ended is guarded by mu: until holds the end of an isolation. Until
+	// then until is 0, which means "never isolated", not the epoch (a
+	// clock before 1970 reads earlier times).
+	ended bool
 }
 
 func newSlot(t *FaultTable, name string) *slot {
@@ -159,6 +164,27 @@ func (t *FaultTable) slotsFor(names []string) []*slot {
 
 func (t *FaultTable) now() int64 { return t.clock.Now().UnixNano() }
 
+// addNanos is a + d, saturated at the int64 range, so that an isolation too
+// long for it (math.MaxInt64 meaning "for ever") does not wrap around into
+// the past.
+func addNanos(a int64, d time.Duration) int64 {
+	switch {
+	case d > 0 && a > math.MaxInt64-int64(d):
+		return math.MaxInt64
+	case d < 0 && a < math.MinInt64-int64(d):
+		return math.MinInt64
+	}
+	return a + int64(d)
+}
+
+// span is until - now as a duration, saturated at the int64 range.
+func span(now, until int64) time.Duration {
+	if now < 0 && until > math.MaxInt64+now {
+		return math.MaxInt64
+	}
+	return time.Duration(until - now)
+}
+
 // Update implements FaultTolerance. It allocates nothing for a broker the
 // table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
@@ -172,12 +198,12 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 	isolated := false
 	if t.mode == ModeV4 {
 		now := t.now()
-		until = now + int64(isolation)
+		until = addNanos(now, isolation)
 		isolated = s.overwrite(until, now)
 		reachable = true
 	} else if isolation > 0 {
 		now := t.now()
-		until = now + int64(isolation)
+		until = addNanos(now, isolation)
 		isolated = s.extend(until, now)
 	}
 	s.reachable.Store(reachable)
@@ -192,12 +218,13 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 func (s *slot) extend(until, now int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if until <= s.until.Load() {
+	if s.ended && until <= s.until.Load() {
 		return false
 	}
+	s.ended = true
 	s.until.Store(until)
 	s.isolated.Store(true)
-	s.arm(time.Duration(until - now))
+	s.arm(span(now, until))
 	return true
 }
 
@@ -205,10 +232,11 @@ func (s *slot) extend(until, now int64) bool {
 func (s *slot) overwrite(until, now int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ended = true
 	s.until.Store(until)
 	if until > now {
 		s.isolated.Store(true)
-		s.arm(time.Duration(until - now))
+		s.arm(span(now, until))
 		return true
 	}
 	s.isolated.Store(false)
@@ -236,7 +264,7 @@ func (s *slot) expire() {
 	if u := s.until.Load(); now >= u {
 		recovered = s.isolated.Swap(false)
 	} else if s.isolated.Load() {
-		s.arm(time.Duration(u - now))
+		s.arm(span(now, u))
 	}
 	s.mu.Unlock()
 	if recovered && s.present.Load() && s.table.obs != nil {
@@ -252,6 +280,7 @@ func (s *slot) reset() {
 	}
 	s.isolated.Store(false)
 	s.until.Store(0)
+	s.ended = false
 	s.mu.Unlock()
 	s.present.Store(false)
 	s.reachable.Store(true)
@@ -415,9 +444,9 @@ func (t *FaultTable) Resync() {
 	now := t.now()
 	for _, s := range t.presentSlots() {
 		s.mu.Lock()
-		if u := s.until.Load(); now < u {
+		if u := s.until.Load(); s.ended && now < u {
 			s.isolated.Store(true)
-			s.arm(time.Duration(u - now))
+			s.arm(span(now, u))
 		} else {
 			s.isolated.Store(false)
 		}

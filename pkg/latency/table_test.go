@@ -1,6 +1,7 @@
 package latency_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -474,4 +475,104 @@ func TestObserverIsolateRecover(t *testing.T) {
 	s.Table().Update("d", time.Millisecond, time.Second, true)
 	s.Table().Remove("d") // removed before its end: no recovery
 	clock.Advance(time.Hour)
+}
+
+// TestFaultTableForever: an isolation too long for the clock's range (a
+// table answering math.MaxInt64 for "never again") saturates; it used to
+// wrap into the past and leave the broker available.
+func TestFaultTableForever(t *testing.T) {
+	forever := time.Duration(math.MaxInt64)
+	tests := []struct {
+		name  string
+		mode  latency.Mode
+		start time.Time
+	}{
+		{"v5", latency.ModeV5, t0},
+		{"v4", latency.ModeV4, t0},
+		{"v5 clock at the zero time", latency.ModeV5, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := latency.NewManualClock(tt.start)
+			ft := latency.NewFaultTable(tt.mode, clock)
+			ft.Update("b", 0, forever, true)
+			clock.Advance(100 * 24 * time.Hour)
+			if ft.IsAvailable("b") {
+				t.Errorf("IsAvailable(b) = true after an isolation for ever")
+			}
+			if it, _ := ft.Item("b"); it.IsolatedUntil.Before(tt.start.Add(100*365*24*time.Hour)) && tt.start.Equal(t0) {
+				t.Errorf("IsolatedUntil = %v, want the end of the range", it.IsolatedUntil)
+			}
+		})
+	}
+
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	cfg.Durations = latency.DurationTableFunc(func(time.Duration) time.Duration { return forever })
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Update("b", time.Second, false, true)
+	if s.FaultTolerance().IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true after the duration table said for ever")
+	}
+}
+
+// TestFaultTableClockPastRange: a clock past the year 2262 (beyond Unix
+// nanoseconds) must not hang, and isolations still end.
+func TestFaultTableClockPastRange(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(0, math.MaxInt64).Add(24 * time.Hour))
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("b", 0, time.Second, true)
+	if ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true during its isolation, past the range")
+	}
+	clock.Advance(time.Second)
+	if !ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = false after its isolation, past the range")
+	}
+}
+
+// TestClockBefore1970: a manual clock may start anywhere, the zero time
+// included. Times before 1970 are negative Unix nanoseconds, below the 0
+// that stands for "never isolated" and "never checked": a new item must
+// still be isolated, resynced and probed (it was neither).
+func TestClockBefore1970(t *testing.T) {
+	for _, start := range []time.Time{{}, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		t.Run(start.Format("2006"), func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			resolver := mocks.NewMockResolver(ctrl)
+			resolver.EXPECT().Resolve("b").Return("addr-b", true).Times(1)
+			clock := latency.NewManualClock(start)
+			cfg := latency.Reference5()
+			cfg.FaultTolerance = true
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Update("b", 600*time.Millisecond, false, false) // 2000ms
+			if s.FaultTolerance().IsAvailable("b") {
+				t.Fatalf("IsAvailable(b) = true right after a 2s isolation")
+			}
+			if rep, _ := s.DetectRound(t.Context()); rep.Due != 1 {
+				t.Errorf("DetectRound() = %+v, want the new item due", rep)
+			}
+			s.Update("c", 0, false, true) // an item never isolated
+			s.Table().Resync()
+			if !s.FaultTolerance().IsAvailable("c") {
+				t.Errorf("IsAvailable(c) = false after Resync, never isolated")
+			}
+			clock.Advance(1999 * time.Millisecond)
+			if s.FaultTolerance().IsAvailable("b") {
+				t.Errorf("IsAvailable(b) = true 1ms before the end")
+			}
+			clock.Advance(time.Millisecond)
+			if !s.FaultTolerance().IsAvailable("b") {
+				t.Errorf("IsAvailable(b) = false at the end")
+			}
+		})
+	}
 }
