@@ -3,6 +3,8 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,10 @@ func benchRoute(b *testing.B) (*route.PublishInfo, zonefilter.Zones) {
 	}
 	return info, zones
 }
+
+// quiet drops the host's log lines, which would interleave with the
+// benchmark's output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type fixedRandom struct{}
 
@@ -100,6 +106,7 @@ func BenchmarkSelectWithPluginFilter(b *testing.B) {
 		text.WriteString(broker + " " + zone + "\n")
 	}
 	cfg.Env = append(cfg.Env, benchZonesEnv+"="+text.String())
+	cfg.Logger = quiet
 	f, err := host.NewFilter(host.FilterConfig{Config: cfg})
 	if err != nil {
 		b.Fatal(err)
@@ -119,6 +126,7 @@ func BenchmarkSelectWithPluginFilter(b *testing.B) {
 // of the handshake) and stop.
 func BenchmarkDetectorStart(b *testing.B) {
 	cfg := helper("tcp")
+	cfg.Logger = quiet
 	for b.Loop() {
 		d, err := host.NewDetector(cfg)
 		if err != nil {
@@ -131,7 +139,9 @@ func BenchmarkDetectorStart(b *testing.B) {
 // BenchmarkDetectRoundTrip measures one probe through a plugin, beside
 // BenchmarkDetectInProcess, the same probe by the built-in detector.
 func BenchmarkDetectRoundTrip(b *testing.B) {
-	d, err := host.NewDetector(helper("tcp"))
+	cfg := helper("tcp")
+	cfg.Logger = quiet
+	d, err := host.NewDetector(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

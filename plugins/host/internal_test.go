@@ -1,0 +1,133 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// records is a slog handler that keeps what it is given.
+type records struct {
+	mu   sync.Mutex // guards list
+	list []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+func TestLogPluginLine(t *testing.T) {
+	tests := []struct {
+		name      string
+		line      string
+		wantMsg   string
+		wantLevel slog.Level
+		wantAttrs int
+	}{
+		{"hclog json", `{"@level":"error","@message":"bad","@timestamp":"2024-01-01T00:00:00.000000Z","@module":"m","k":1}`, "bad", slog.LevelError, 2},
+		{"trace", `{"@level":"trace","@message":"t"}`, "t", slog.LevelDebug - 4, 0},
+		{"unknown level", `{"@level":"loud","@message":"x"}`, "x", slog.LevelInfo, 0},
+		{"message not a string", `{"@message":5,"@level":"info"}`, `{"@message":5,"@level":"info"}`, slog.LevelWarn, 0},
+		{"level not a string", `{"@message":"m","@level":[1]}`, "m", slog.LevelInfo, 0},
+		{"broken json", `{"@message":`, `{"@message":`, slog.LevelWarn, 0},
+		{"plain", "panic: oh no\r", "panic: oh no", slog.LevelWarn, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r records
+			logPluginLine(slog.New(&r), []byte(tt.line), slog.LevelWarn)
+			if len(r.list) != 1 {
+				t.Fatalf("logged %d records, want 1", len(r.list))
+			}
+			rec := r.list[0]
+			if rec.Message != tt.wantMsg || rec.Level != tt.wantLevel || rec.NumAttrs() != tt.wantAttrs {
+				t.Errorf("logged %v %q with %d attrs, want %v %q with %d", rec.Level, rec.Message, rec.NumAttrs(), tt.wantLevel, tt.wantMsg, tt.wantAttrs)
+			}
+		})
+	}
+	var r records
+	logPluginLine(slog.New(&r), []byte("\r\n"), slog.LevelWarn)
+	if len(r.list) != 0 {
+		t.Errorf("an empty line logged %d records, want 0", len(r.list))
+	}
+}
+
+func TestLineLogger(t *testing.T) {
+	var r records
+	w := newLineLogger(slog.New(&r), slog.LevelInfo)
+	for _, chunk := range []string{"one\ntw", "o\n", "", "three"} {
+		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", chunk, n, err)
+		}
+	}
+	_, _ = w.Write([]byte(strings.Repeat("x", maxLogLine+1)))
+	var got []string
+	for _, rec := range r.list {
+		got = append(got, rec.Message[:min(len(rec.Message), 5)])
+	}
+	if strings.Join(got, ",") != "one,two,three" {
+		t.Errorf("lines logged = %v, want one, two, then the long line starting with three", got)
+	}
+}
+
+func TestHCLogger(t *testing.T) {
+	var r records
+	var l hclog.Logger = newHCLogger(slog.New(&r))
+	l = l.Named("a").Named("b").With("k", "v")
+	l.Error("boom", "x", 1)
+	l.Log(hclog.Off, "never")
+	if len(r.list) != 1 || r.list[0].Level != slog.LevelDebug || l.Name() != "a.b" || len(l.ImpliedArgs()) != 2 {
+		t.Errorf("hclog adapter logged %v (name %q, args %v), want one debug record from a.b with k=v", r.list, l.Name(), l.ImpliedArgs())
+	}
+	if l.GetLevel() != hclog.Debug || !l.IsTrace() {
+		t.Errorf("GetLevel() = %v with a logger that takes debug, want Debug", l.GetLevel())
+	}
+	l.StandardLogger(nil).Print("std")
+	if len(r.list) != 2 {
+		t.Errorf("StandardLogger did not log")
+	}
+}
+
+func TestNewVerdicts(t *testing.T) {
+	qs := []route.MessageQueue{
+		{BrokerName: "a", QueueID: 0}, {BrokerName: "b", QueueID: 0}, {BrokerName: "a", QueueID: 1},
+		{BrokerName: "b", QueueID: 1}, {BrokerName: "a", QueueID: 2},
+	}
+	v := newVerdicts(qs, []bool{true, false, true, false, false})
+	if b := v.brokers["b"]; b.ids != nil || b.admit {
+		t.Errorf("broker b = %+v, want all rejected with no per-queue map", b)
+	}
+	a := v.brokers["a"]
+	if a.ids == nil || !a.ids[0] || !a.ids[1] || a.ids[2] {
+		t.Errorf("broker a = %+v, want queues 0 and 1 admitted, 2 rejected", a)
+	}
+	f := &Filter{}
+	f.snap.Store(&snapshot{topics: map[string]*verdicts{"T": v}})
+	for _, tt := range []struct {
+		q    route.MessageQueue
+		want bool
+	}{
+		{route.MessageQueue{Topic: "T", BrokerName: "a", QueueID: 1}, true},
+		{route.MessageQueue{Topic: "T", BrokerName: "a", QueueID: 2}, false},
+		{route.MessageQueue{Topic: "T", BrokerName: "a", QueueID: 9}, true},
+		{route.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 9}, false},
+		{route.MessageQueue{Topic: "T", BrokerName: "z"}, true},
+		{route.MessageQueue{Topic: "U", BrokerName: "b"}, true},
+	} {
+		if got := f.Filter(tt.q); got != tt.want {
+			t.Errorf("Filter(%s/%s) = %v, want %v", tt.q.Topic, tt.q, got, tt.want)
+		}
+	}
+}
