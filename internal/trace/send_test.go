@@ -2,8 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,37 +17,7 @@ const sendTracesDir = "testdata/send"
 
 // TestSendTraces replays the send traces and requires byte-identical output.
 func TestSendTraces(t *testing.T) {
-	outs, err := filepath.Glob(filepath.Join(sendTracesDir, "*.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(outs) < 2 {
-		t.Fatalf("found %d outputs in %s, want at least 2", len(outs), sendTracesDir)
-	}
-	for _, out := range outs {
-		parts := strings.Split(strings.TrimSuffix(filepath.Base(out), ".out"), ".")
-		if len(parts) != 2 {
-			t.Fatalf("%s: want NAME.MODE.out", out)
-		}
-		name, mode := parts[0], latency.Mode(parts[1])
-		t.Run(name+"/"+string(mode), func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(sendTracesDir, name+".trace"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			if err := Run(bytes.NewReader(src), &got, mode); err != nil {
-				t.Fatalf("Run() error = %v", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("Run() output differs\n--- got\n%s--- want\n%s", got.String(), want)
-			}
-		})
-	}
+	replayOutputs(t, sendTracesDir, 2)
 }
 
 // TestSendErrors checks that malformed send lines stop the trace with the

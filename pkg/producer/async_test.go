@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestSendAsyncExits(t *testing.T) {
 					t.Errorf("callback error = %v: an async retry refused for budget is not a call timeout", got.err)
 				}
 			}
-			if upd := h.rec.updates(); !equalUpdates(upd, tt.want) {
+			if upd := h.rec.updates(); !slices.Equal(upd, tt.want) {
 				t.Errorf("fault updates = %+v, want %+v", upd, tt.want)
 			}
 		})

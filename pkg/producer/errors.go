@@ -120,15 +120,10 @@ const (
 	TransportOverloaded
 )
 
-var transportKindNames = [...]string{"failed", "timeout", "not sent", "overloaded"}
+var transportKindNames = []string{"failed", "timeout", "not sent", "overloaded"}
 
 // String returns failed, timeout, not sent or overloaded.
-func (k TransportKind) String() string {
-	if int(k) < len(transportKindNames) {
-		return transportKindNames[k]
-	}
-	return "transport(" + strconv.Itoa(int(k)) + ")"
-}
+func (k TransportKind) String() string { return enumName(transportKindNames, int(k), "transport") }
 
 // TransportError is what a Transport returns when the network failed the
 // attempt: a timeout, a broken or refused connection (the reference's
@@ -294,14 +289,17 @@ const (
 	ClassCancelled
 )
 
-var classNames = [...]string{"answered", "client", "transport", "broker", "cancelled"}
+var classNames = []string{"answered", "client", "transport", "broker", "cancelled"}
 
 // String returns answered, client, transport, broker or cancelled.
-func (c Class) String() string {
-	if int(c) < len(classNames) {
-		return classNames[c]
+func (c Class) String() string { return enumName(classNames, int(c), "class") }
+
+// enumName returns names[v], or "kind(v)" for a value without a name.
+func enumName(names []string, v int, kind string) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
 	}
-	return "class(" + strconv.Itoa(int(c)) + ")"
+	return kind + "(" + strconv.Itoa(v) + ")"
 }
 
 // Outcome is what one attempt met, classified, with how long it took: the

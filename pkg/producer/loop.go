@@ -39,16 +39,11 @@ const (
 	StopAborted
 )
 
-var stopNames = [...]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
+var stopNames = []string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
 
 // String returns none, answered, failed, call_timeout, broker_error,
 // cancelled or aborted.
-func (s Stop) String() string {
-	if int(s) < len(stopNames) {
-		return stopNames[s]
-	}
-	return "stop(?)"
-}
+func (s Stop) String() string { return enumName(stopNames, int(s), "stop") }
 
 // FaultUpdate is the fault-table update an attempt calls for: the arguments
 // of latency.Strategy.Update. An empty Broker means there is nothing to
@@ -362,16 +357,22 @@ func (l *Loop) update(o Outcome, isolation, reachable bool) FaultUpdate {
 	return FaultUpdate{Broker: l.broker, Latency: o.Elapsed, Isolation: isolation, Reachable: reachable}
 }
 
+// answer keeps res as the last answer, with the attempt's queue when the
+// Transport left it out.
+func (l *Loop) answer(res Result) {
+	l.answered, l.result = true, res
+	if l.result.Queue == (route.MessageQueue{}) {
+		l.result.Queue = l.queue
+	}
+}
+
 // finishDefault is sendDefaultImpl's handling of one attempt.
 func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
 	v4 := l.p.mode == latency.ModeV4
 	switch o.Class {
 	case ClassAnswered:
 		d := Decision{Update: l.update(o, false, true)}
-		l.answered, l.result = true, o.Result
-		if l.result.Queue == (route.MessageQueue{}) {
-			l.result.Queue = l.queue
-		}
+		l.answer(o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
@@ -420,10 +421,7 @@ func (l *Loop) finishAsync(o Outcome, detectorOn bool) Decision {
 	switch o.Class {
 	case ClassAnswered:
 		d := Decision{Update: l.update(o, false, true)}
-		l.answered, l.result = true, o.Result
-		if l.result.Queue == (route.MessageQueue{}) {
-			l.result.Queue = l.queue
-		}
+		l.answer(o.Result)
 		l.finishAnswered()
 		return d
 	case ClassBroker:

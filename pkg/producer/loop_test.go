@@ -2,6 +2,7 @@ package producer
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,30 +236,18 @@ func TestLoopSync(t *testing.T) {
 				if !errors.As(err, &se) || !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Result() error = %v, want a *SendError wrapping %v", err, tt.wantErr)
 				}
-				if se.Attempts != len(tt.steps) || !equal(se.Brokers, tt.wantBrokers) || se.Stop != tt.wantStop {
+				if se.Attempts != len(tt.steps) || !slices.Equal(se.Brokers, tt.wantBrokers) || se.Stop != tt.wantStop {
 					t.Errorf("SendError = %+v, want %d attempts on %v", se, len(tt.steps), tt.wantBrokers)
 				}
 				if se.Elapsed != end.Sub(t0) {
 					t.Errorf("SendError.Elapsed = %v, want %v", se.Elapsed, end.Sub(t0))
 				}
 			}
-			if got := l.BrokersSent(); !equal(got, tt.wantBrokers) {
+			if got := l.BrokersSent(); !slices.Equal(got, tt.wantBrokers) {
 				t.Errorf("BrokersSent() = %v, want %v", got, tt.wantBrokers)
 			}
 		})
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestLoopBudget checks the budget check of sync attempts: strictly more
@@ -296,7 +285,7 @@ func TestLoopBudget(t *testing.T) {
 			if ok != tt.wantStart {
 				t.Fatalf("Start() = %v, want %v", ok, tt.wantStart)
 			}
-			if got := l.BrokersSent(); !equal(got, []string{"A", "B"}) {
+			if got := l.BrokersSent(); !slices.Equal(got, []string{"A", "B"}) {
 				t.Errorf("BrokersSent() = %v, want [A B]", got)
 			}
 			if tt.wantStart {
@@ -313,7 +302,7 @@ func TestLoopBudget(t *testing.T) {
 				t.Errorf("errors.Is(%v, ErrCallTimeout) = %v", err, got)
 			}
 			var se *SendError
-			if errors.As(err, &se) && (se.Attempts != 1 || !equal(se.Brokers, []string{"A"}) || !errors.Is(err, errTransport)) {
+			if errors.As(err, &se) && (se.Attempts != 1 || !slices.Equal(se.Brokers, []string{"A"}) || !errors.Is(err, errTransport)) {
 				t.Errorf("SendError = %+v, want 1 attempt on [A] wrapping the transport error", se)
 			}
 		})
@@ -604,12 +593,12 @@ func TestLoopManyBrokers(t *testing.T) {
 		l.Finish(failed(errTransport, 1), false)
 	}
 	l.Next(t0)
-	if got := l.BrokersSent(); !equal(got, want) {
+	if got := l.BrokersSent(); !slices.Equal(got, want) {
 		t.Errorf("BrokersSent() = %v, want %v", got, want)
 	}
 	_, err := l.Result()
 	var se *SendError
-	if !errors.As(err, &se) || !equal(se.Brokers, want) || se.Attempts != 7 {
+	if !errors.As(err, &se) || !slices.Equal(se.Brokers, want) || se.Attempts != 7 {
 		t.Errorf("Result() error = %v, want 7 attempts on %v", err, want)
 	}
 }

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/route"
@@ -51,15 +50,10 @@ const (
 	KindOneway
 )
 
-var kindNames = [...]string{"SYNC", "ASYNC", "ONEWAY"}
+var kindNames = []string{"SYNC", "ASYNC", "ONEWAY"}
 
 // String returns SYNC, ASYNC or ONEWAY.
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k Kind) String() string { return enumName(kindNames, int(k), "kind") }
 
 // SendStatus is how a broker stored an answered message (the reference's
 // SendStatus). The zero value is SendOK.
@@ -76,16 +70,11 @@ const (
 	SlaveNotAvailable
 )
 
-var statusNames = [...]string{"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+var statusNames = []string{"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
 
 // String returns the reference's name: SEND_OK, FLUSH_DISK_TIMEOUT,
 // FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE.
-func (s SendStatus) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return "status(" + strconv.Itoa(int(s)) + ")"
-}
+func (s SendStatus) String() string { return enumName(statusNames, int(s), "status") }
 
 // Result is a broker's answer to one send.
 type Result struct {

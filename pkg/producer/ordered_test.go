@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"go.uber.org/mock/gomock"
@@ -32,7 +33,7 @@ func TestSendToQueue(t *testing.T) {
 		h.expect(call{broker: "A", lat: ms(4), err: errTransport})
 		_, err := h.p.SendToQueue(context.Background(), msg(), q)
 		var se *producer.SendError
-		if !errors.As(err, &se) || se.Attempts != 1 || !equal(se.Brokers, []string{"A"}) || !errors.Is(err, errTransport) {
+		if !errors.As(err, &se) || se.Attempts != 1 || !slices.Equal(se.Brokers, []string{"A"}) || !errors.Is(err, errTransport) {
 			t.Errorf("SendToQueue() error = %v, want one attempt on A", err)
 		}
 		if items := h.strat.Table().Items(); len(items) != 0 {

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,7 +223,7 @@ func TestStaticRoutes(t *testing.T) {
 	for _, q := range info.Queues() {
 		got = append(got, q.String())
 	}
-	if want := []string{"a:0", "b:0", "b:1"}; !equal(got, want) {
+	if want := []string{"a:0", "b:0", "b:1"}; !slices.Equal(got, want) {
 		t.Errorf("queues = %v, want %v", got, want)
 	}
 	s.Set("T", nil)

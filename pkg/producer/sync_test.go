@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"go.uber.org/mock/gomock"
@@ -106,12 +107,12 @@ func TestSendSyncExits(t *testing.T) {
 					if !errors.As(err, &se) || !errors.Is(err, oc.err) {
 						t.Fatalf("SendSync() error = %v, want a *SendError wrapping %v", err, oc.err)
 					}
-					if se.Stop != wantStop || se.Attempts != len(calls) || !equal(se.Brokers, brokers[:len(calls)]) || se.Topic != "T" {
+					if se.Stop != wantStop || se.Attempts != len(calls) || !slices.Equal(se.Brokers, brokers[:len(calls)]) || se.Topic != "T" {
 						t.Errorf("SendError = %+v, want stop %v after %d attempts on %v", se, wantStop, len(calls), brokers[:len(calls)])
 					}
 				}
 
-				if got := h.rec.updates(); !equalUpdates(got, want) {
+				if got := h.rec.updates(); !slices.Equal(got, want) {
 					t.Errorf("fault updates = %+v, want %+v", got, want)
 				}
 				for _, u := range want {
@@ -126,30 +127,6 @@ func TestSendSyncExits(t *testing.T) {
 			})
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalUpdates(a, b []producer.FaultUpdate) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSendSyncDetector checks that with the detector on, a transport error
@@ -177,14 +154,14 @@ func TestSendSyncV4(t *testing.T) {
 	)
 	_, err := h.p.SendSync(context.Background(), msg())
 	var se *producer.SendError
-	if !errors.As(err, &se) || se.Stop != producer.StopBrokerError || !equal(se.Brokers, []string{"B", "C"}) {
+	if !errors.As(err, &se) || se.Stop != producer.StopBrokerError || !slices.Equal(se.Brokers, []string{"B", "C"}) {
 		t.Fatalf("SendSync() error = %v, want a broker error after [B C]", err)
 	}
 	want := []producer.FaultUpdate{
 		{Broker: "B", Latency: ms(10), Isolation: true, Reachable: true},
 		{Broker: "C", Latency: ms(10), Isolation: true, Reachable: true},
 	}
-	if got := h.rec.updates(); !equalUpdates(got, want) {
+	if got := h.rec.updates(); !slices.Equal(got, want) {
 		t.Errorf("fault updates = %+v, want %+v", got, want)
 	}
 	if it := h.item(t, "B"); it.Available {
@@ -220,7 +197,7 @@ func TestSendSyncBudget(t *testing.T) {
 			if !errors.Is(err, producer.ErrCallTimeout) || !errors.As(err, &se) || !errors.Is(err, errTransport) {
 				t.Fatalf("SendSync() error = %v, want a call timeout wrapping the transport error", err)
 			}
-			if se.Attempts != 1 || !equal(se.Brokers, []string{"B"}) || se.Elapsed != ms(3001) {
+			if se.Attempts != 1 || !slices.Equal(se.Brokers, []string{"B"}) || se.Elapsed != ms(3001) {
 				t.Errorf("SendError = %+v, want 1 attempt on [B] in 3.001s", se)
 			}
 		})
@@ -288,7 +265,7 @@ func TestSendSyncCancel(t *testing.T) {
 			t.Fatalf("SendSync() error = %v, want cancelled", err)
 		}
 		want := []producer.FaultUpdate{{Broker: "B", Latency: ms(7), Reachable: true}}
-		if got := h.rec.updates(); !equalUpdates(got, want) {
+		if got := h.rec.updates(); !slices.Equal(got, want) {
 			t.Errorf("fault updates = %+v, want %+v", got, want)
 		}
 	})
@@ -333,7 +310,7 @@ func TestSendOneway(t *testing.T) {
 			t.Errorf("SendOneway() error = %v", err)
 		}
 		want := []producer.FaultUpdate{{Broker: "B", Latency: ms(3), Reachable: true}}
-		if got := h.rec.updates(); !equalUpdates(got, want) {
+		if got := h.rec.updates(); !slices.Equal(got, want) {
 			t.Errorf("fault updates = %+v, want %+v", got, want)
 		}
 	})

@@ -1,0 +1,95 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// ExampleProducer_SendSync composes a producer from a Transport (here one
+// whose broker b is down), routes set in code and the latency strategy: the
+// first attempt fails on b, the retry goes to another broker, and b is
+// isolated for the next sends.
+func ExampleProducer_SendSync() {
+	clock := latency.NewManualClock(time.Unix(0, 0))
+	scfg := latency.Reference5()
+	scfg.FaultTolerance = true
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	defer strat.Close()
+
+	routes := &producer.StaticRoutes{}
+	routes.SetQueues("orders", map[string]int{"a": 1, "b": 1, "c": 1})
+	transport := producer.TransportFunc(func(ctx context.Context, a producer.Attempt) (producer.Result, error) {
+		clock.Advance(20 * time.Millisecond)
+		if a.Queue.BrokerName == "b" {
+			return producer.Result{}, &producer.TransportError{Broker: "b", Kind: producer.TransportNotSent, Err: errors.New("connection refused")}
+		}
+		return producer.Result{MsgID: "id-1"}, nil
+	})
+	p, err := producer.New(transport, routes, strat, producer.Reference5(),
+		producer.WithClock(clock), producer.WithRouteOptions(route.WithRandom(zeroRandom{})))
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	res, err := p.SendSync(context.Background(), &producer.Message{Topic: "orders", Body: []byte("hello")})
+	fmt.Println(res.Status, res.Queue, err)
+	fmt.Println("b available:", strat.FaultTolerance().IsAvailable("b"))
+	// Output:
+	// SEND_OK c:0 <nil>
+	// b available: false
+}
+
+// zeroRandom starts every index at 0 and resets it to 0, for a predictable
+// example.
+type zeroRandom struct{}
+
+func (zeroRandom) Int32() int32       { return 0 }
+func (zeroRandom) Int32n(int32) int32 { return 0 }
+
+// ExampleLoop drives the send loop's step function by hand, as a simulator
+// does in virtual time: the first attempt times out after 500 ms, the second
+// is answered.
+func ExampleLoop() {
+	policy, err := producer.NewPolicy(producer.Reference5(), latency.ModeV5)
+	if err != nil {
+		panic(err)
+	}
+	start := time.Unix(0, 0)
+	l := producer.NewLoop(policy, producer.KindSync, "orders", start)
+	now := start
+	outcomes := []producer.Outcome{
+		{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: context.DeadlineExceeded, Elapsed: 500 * time.Millisecond},
+		{Class: producer.ClassAnswered, Elapsed: 30 * time.Millisecond},
+	}
+	brokers := []string{"a", "b"} // what the strategy would pick
+	for i := 0; ; i++ {
+		pi, ok := l.Next(now)
+		if !ok {
+			break
+		}
+		plan, ok := l.Start(route.MessageQueue{Topic: "orders", BrokerName: brokers[i]}, now)
+		if !ok {
+			break
+		}
+		d := l.Finish(outcomes[i], false)
+		fmt.Printf("attempt %d on %s (last %q, reset %v, timeout %v): update %+v, retry %v\n",
+			plan.Attempt, plan.Queue.BrokerName, pi.LastBroker, pi.ResetIndex, plan.Timeout, d.Update, d.Retry)
+		now = plan.Start.Add(outcomes[i].Elapsed)
+	}
+	res, err := l.Result()
+	fmt.Println(l.Stop(), res.Status, err, l.Elapsed())
+	// Output:
+	// attempt 0 on a (last "", reset false, timeout 3s): update {Broker:a Latency:500ms Isolation:true Reachable:true}, retry true
+	// attempt 1 on b (last "a", reset true, timeout 2.5s): update {Broker:b Latency:30ms Isolation:false Reachable:true}, retry false
+	// answered SEND_OK <nil> 530ms
+}
