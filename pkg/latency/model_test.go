@@ -338,7 +338,9 @@ func runModel(t *testing.T, v4, withFilter bool, seed uint64, steps int, stages 
 		cfg.Filters = []route.QueueFilter{route.QueueFilterFunc(filter)}
 	}
 	clock := latency.NewManualClock(t0)
-	fast, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	counter := latency.NewStageCounter()
+	runStages := map[latency.Stage]uint64{}
+	fast, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithStageCounter(counter))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,6 +354,17 @@ func runModel(t *testing.T, v4, withFilter bool, seed uint64, steps int, stages 
 	if generic.Table() != nil {
 		t.Fatal("the hidden table is seen as the built-in one")
 	}
+	if fast.StageCounter() != counter || generic.StageCounter() != nil {
+		t.Fatal("StageCounter() does not return the counter given")
+	}
+	defer func() {
+		// The fast strategy counted every pick at the stage that answered.
+		for _, st := range latency.Stages() {
+			if got := counter.Count(st); got != runStages[st] {
+				t.Errorf("seed %d: StageCounter.Count(%s) = %d, want %d", seed, st, got, runStages[st])
+			}
+		}
+	}()
 	m := &model{v4: v4, filter: filter, now: t0.UnixNano(), items: map[string]*modelItem{}}
 	fast.Table().WorstIndex().Store(0) // it starts at a random value
 	shadowTable.WorstIndex().Store(0)
@@ -463,6 +476,7 @@ func runModel(t *testing.T, v4, withFilter bool, seed uint64, steps int, stages 
 				fail("generic Select(%+v) = %s (%s), model says %s (%s)", in, got(pg, okg), pg.Stage, want, wantStage)
 			}
 			stages[wantStage]++
+			runStages[wantStage]++
 			if infoFast.Index().Load() != m.index || infoGeneric.Index().Load() != m.index {
 				fail("index after Select(%+v) = %d (fast), %d (generic), model says %d", in, infoFast.Index().Load(), infoGeneric.Index().Load(), m.index)
 			}

@@ -617,3 +617,82 @@ func TestStageString(t *testing.T) {
 		t.Errorf("Stages() = %v, want the six answering stages in cascade order", stages)
 	}
 }
+
+func TestStageCounter(t *testing.T) {
+	c := latency.NewStageCounter()
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)), latency.WithStageCounter(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info := selectRoute(t, nil)
+	for range 5 {
+		s.Select(info, latency.PickInfo{})
+	}
+	s.Update("a", 0, true, false)
+	s.Update("b", 0, true, false)
+	s.Update("c", 0, true, false)
+	s.Select(info, latency.PickInfo{})
+	empty, _ := route.NewPublishInfoFromQueues("T", nil)
+	s.Select(empty, latency.PickInfo{}) // not counted: no stage answered
+	want := map[latency.Stage]uint64{latency.StageAvailable: 5, latency.StageReachable: 0, latency.StageNotLast: 0,
+		latency.StageFiltered: 0, latency.StageLeastBad: 0, latency.StageAny: 1}
+	got := c.Counts()
+	if len(got) != len(want) {
+		t.Errorf("Counts() = %v, want %v", got, want)
+	}
+	for st, n := range want {
+		if got[st] != n {
+			t.Errorf("Counts()[%s] = %d, want %d", st, got[st], n)
+		}
+	}
+	if got := c.Count(latency.Stage(200)); got != 0 {
+		t.Errorf("Count(unknown stage) = %d, want 0", got)
+	}
+}
+
+// TestWithFaultToleranceBuiltIn: a *FaultTable handed in as the fault table
+// is the built-in one: the strategy picks without asking it per broker and
+// runs the detector over it.
+func TestWithFaultToleranceBuiltIn(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithFaultTolerance(ft),
+		latency.WithResolver(latency.StaticResolver{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Table() != ft {
+		t.Fatalf("Table() = %p, want the table given (%p)", s.Table(), ft)
+	}
+	s.Update("b", 600*time.Millisecond, false, true)
+	info := selectRoute(t, nil)
+	info.Index().Store(0)
+	if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
+		t.Errorf("Select() = %s, want c:0 (b isolated in the given table)", pick.Queue)
+	}
+	if rep, err := s.DetectRound(t.Context()); err != nil || rep.Removed != 1 {
+		t.Errorf("DetectRound() = %+v, %v, want b removed (the resolver knows nobody)", rep, err)
+	}
+}
+
+// TestWithRandom: the strategy's random source seeds the least-bad round
+// robin of the table it builds.
+func TestWithRandom(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	src := mocks.NewMockRandomSource(ctrl)
+	src.EXPECT().Int32().Return(int32(41))
+	s, err := latency.NewStrategy(latency.Reference4(), latency.WithRandom(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Table().WorstIndex().Load(); got != 41 {
+		t.Errorf("WorstIndex() = %d, want 41 from the random source", got)
+	}
+}

@@ -3,6 +3,7 @@ package latency_test
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -574,5 +575,60 @@ func TestClockBefore1970(t *testing.T) {
 				t.Errorf("IsAvailable(b) = false at the end")
 			}
 		})
+	}
+}
+
+// TestFaultTableEarlyTimer: a real clock's timer may fire a little before
+// the wall clock reaches the isolation end; the table then re-arms it for
+// the rest instead of ending the isolation early.
+func TestFaultTableEarlyTimer(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	clock := mocks.NewMockClock(ctrl)
+	timer := mocks.NewMockTimer(ctrl)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
+	var fire func()
+	gomock.InOrder(
+		clock.EXPECT().AfterFunc(5*time.Second, gomock.Any()).DoAndReturn(func(_ time.Duration, f func()) latency.Timer {
+			fire = f
+			return timer
+		}),
+		timer.EXPECT().Reset(2*time.Second).Return(false),
+		timer.EXPECT().Reset(time.Second).Return(false), // the next isolation reuses the timer
+	)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("b", 0, 5*time.Second, true)
+	now.Add(int64(3 * time.Second))
+	fire() // early
+	if ft.IsAvailable("b") {
+		t.Fatalf("IsAvailable(b) = true after the timer fired 2s early")
+	}
+	now.Add(int64(2 * time.Second))
+	fire()
+	if !ft.IsAvailable("b") {
+		t.Fatalf("IsAvailable(b) = false at the end")
+	}
+	ft.Update("b", 0, time.Second, true)
+	if ft.IsAvailable("b") {
+		t.Errorf("IsAvailable(b) = true after a new isolation")
+	}
+}
+
+// TestFaultTableNegativeIsolation: v4 overwrites the isolation end with
+// now + isolation whatever its sign; a negative one ends an isolation, and
+// one beyond the clock's range saturates.
+func TestFaultTableNegativeIsolation(t *testing.T) {
+	for _, start := range []time.Time{t0, {}} {
+		clock := latency.NewManualClock(start)
+		ft := latency.NewFaultTable(latency.ModeV4, clock)
+		ft.Update("b", 0, time.Hour, true)
+		ft.Update("b", 0, time.Duration(math.MinInt64), true)
+		if !ft.IsAvailable("b") {
+			t.Errorf("start %v: IsAvailable(b) = false after a negative isolation", start)
+		}
+		if it, _ := ft.Item("b"); !it.IsolatedUntil.Before(start) && !start.IsZero() {
+			t.Errorf("start %v: IsolatedUntil = %v, want it in the past", start, it.IsolatedUntil)
+		}
 	}
 }
