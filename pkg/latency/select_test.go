@@ -288,6 +288,32 @@ func newSelectStrategy(t *testing.T, ctrl *gomock.Controller, tt selectCase, ft 
 	return s, info
 }
 
+// faultOnStrategy builds a strategy of mode with fault tolerance on, on a
+// manual clock at t0, closed when the test ends.
+func faultOnStrategy(t *testing.T, mode latency.Mode, opts ...latency.Option) (*latency.Strategy, *latency.ManualClock) {
+	t.Helper()
+	cfg := latency.Reference5()
+	cfg.Mode = mode
+	cfg.FaultTolerance = true
+	clock := latency.NewManualClock(t0)
+	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clock)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, clock
+}
+
+// pickFromStart picks with the route's index at 0 and returns the queue.
+func pickFromStart(s *latency.Strategy, info *route.PublishInfo) string {
+	info.Index().Store(0)
+	pick, ok := s.Select(info, latency.PickInfo{})
+	if !ok {
+		return "null"
+	}
+	return pick.Queue.String()
+}
+
 func checkPick(t *testing.T, tt selectCase, info *route.PublishInfo, pick latency.Pick, ok bool) {
 	t.Helper()
 	if !ok || pick.Queue == nil {
@@ -367,14 +393,7 @@ func TestSelectV4LeastBadFaultTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := latency.Reference4()
-			cfg.FaultTolerance = true
-			clock := latency.NewManualClock(t0)
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, _ := faultOnStrategy(t, latency.ModeV4)
 			for b, l := range tt.latencies {
 				s.Update(b, time.Duration(l)*time.Millisecond, false, true) // 4.x: >= 550ms isolates for 30s
 			}
@@ -399,13 +418,7 @@ func TestSelectV4LeastBadFaultTable(t *testing.T) {
 // for a broker off the route list is made once, and a second pick answers
 // an equal queue without allocating.
 func TestSelectV4LeastBadQueueIsStable(t *testing.T) {
-	cfg := latency.Reference4()
-	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := faultOnStrategy(t, latency.ModeV4)
 	for _, b := range []string{"a", "b", "c"} {
 		s.Update(b, 700*time.Millisecond, false, true)
 	}
@@ -467,14 +480,7 @@ func TestSelectEmptyRoute(t *testing.T) {
 // TestSelectExpiryExact: an isolation ends exactly at its end on the manual
 // clock, seen by Select without any Update.
 func TestSelectExpiryExact(t *testing.T) {
-	cfg := latency.Reference5()
-	cfg.FaultTolerance = true
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, clock := faultOnStrategy(t, latency.ModeV5)
 	info := selectRoute(t, nil)
 	s.Update("b", 600*time.Millisecond, false, true) // 2000ms
 	for _, step := range []struct {
@@ -486,9 +492,8 @@ func TestSelectExpiryExact(t *testing.T) {
 		{time.Millisecond, "b:0"},
 	} {
 		clock.Advance(step.advance)
-		info.Index().Store(0)
-		if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != step.want {
-			t.Errorf("at +%dms Select() = %s, want %s", ms(clock.Now()), pick.Queue, step.want)
+		if got := pickFromStart(s, info); got != step.want {
+			t.Errorf("at +%dms Select() = %s, want %s", ms(clock.Now()), got, step.want)
 		}
 	}
 }
@@ -522,22 +527,19 @@ func TestSelectMemoRebuiltAfterRemoval(t *testing.T) {
 			defer s.Close()
 			info := selectRoute(t, nil)
 			s.Table().Update("b", 0, time.Hour, true)
-			info.Index().Store(0)
-			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
-				t.Fatalf("Select() = %s, want c:0 (b isolated)", pick.Queue)
+			if got := pickFromStart(s, info); got != "c:0" {
+				t.Fatalf("Select() = %s, want c:0 (b isolated)", got)
 			}
 			tt.remove(s)
 			if _, ok := s.Table().Item("b"); ok {
 				t.Fatalf("b still has an item after removal")
 			}
-			info.Index().Store(0)
-			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "b:0" {
-				t.Errorf("Select() after removal = %s, want b:0", pick.Queue)
+			if got := pickFromStart(s, info); got != "b:0" {
+				t.Errorf("Select() after removal = %s, want b:0", got)
 			}
 			s.Table().Update("b", 0, time.Hour, true) // a new item for b
-			info.Index().Store(0)
-			if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
-				t.Errorf("Select() after b was isolated again = %s, want c:0 (memo must follow the new item)", pick.Queue)
+			if got := pickFromStart(s, info); got != "c:0" {
+				t.Errorf("Select() after b was isolated again = %s, want c:0 (memo must follow the new item)", got)
 			}
 		})
 	}
@@ -546,22 +548,16 @@ func TestSelectMemoRebuiltAfterRemoval(t *testing.T) {
 // TestSelectTwoStrategiesShareRoute: two strategies picking over one publish
 // info each keep their own view of it.
 func TestSelectTwoStrategiesShareRoute(t *testing.T) {
-	cfg := latency.Reference5()
-	cfg.FaultTolerance = true
-	s1, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
-	s2, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
-	defer s1.Close()
-	defer s2.Close()
+	s1, _ := faultOnStrategy(t, latency.ModeV5)
+	s2, _ := faultOnStrategy(t, latency.ModeV5)
 	s1.Table().Update("b", 0, time.Hour, true)
 	info := selectRoute(t, nil)
 	for range 3 {
-		info.Index().Store(0)
-		if pick, _ := s1.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
-			t.Errorf("s1.Select() = %s, want c:0", pick.Queue)
+		if got := pickFromStart(s1, info); got != "c:0" {
+			t.Errorf("s1.Select() = %s, want c:0", got)
 		}
-		info.Index().Store(0)
-		if pick, _ := s2.Select(info, latency.PickInfo{}); pick.Queue.String() != "b:0" {
-			t.Errorf("s2.Select() = %s, want b:0", pick.Queue)
+		if got := pickFromStart(s2, info); got != "b:0" {
+			t.Errorf("s2.Select() = %s, want b:0", got)
 		}
 	}
 }
@@ -620,13 +616,7 @@ func TestStageString(t *testing.T) {
 
 func TestStageCounter(t *testing.T) {
 	c := latency.NewStageCounter()
-	cfg := latency.Reference5()
-	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)), latency.WithStageCounter(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := faultOnStrategy(t, latency.ModeV5, latency.WithStageCounter(c))
 	info := selectRoute(t, nil)
 	for range 5 {
 		s.Select(info, latency.PickInfo{})
@@ -657,24 +647,14 @@ func TestStageCounter(t *testing.T) {
 // is the built-in one: the strategy picks without asking it per broker and
 // runs the detector over it.
 func TestWithFaultToleranceBuiltIn(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
-	cfg := latency.Reference5()
-	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithFaultTolerance(ft),
-		latency.WithResolver(latency.StaticResolver{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	ft := latency.NewFaultTable(latency.ModeV5, latency.NewManualClock(t0))
+	s, _ := faultOnStrategy(t, latency.ModeV5, latency.WithFaultTolerance(ft), latency.WithResolver(latency.StaticResolver{}))
 	if s.Table() != ft {
 		t.Fatalf("Table() = %p, want the table given (%p)", s.Table(), ft)
 	}
 	s.Update("b", 600*time.Millisecond, false, true)
-	info := selectRoute(t, nil)
-	info.Index().Store(0)
-	if pick, _ := s.Select(info, latency.PickInfo{}); pick.Queue.String() != "c:0" {
-		t.Errorf("Select() = %s, want c:0 (b isolated in the given table)", pick.Queue)
+	if got := pickFromStart(s, selectRoute(t, nil)); got != "c:0" {
+		t.Errorf("Select() = %s, want c:0 (b isolated in the given table)", got)
 	}
 	if rep, err := s.DetectRound(t.Context()); err != nil || rep.Removed != 1 {
 		t.Errorf("DetectRound() = %+v, %v, want b removed (the resolver knows nobody)", rep, err)
