@@ -150,8 +150,9 @@ const (
 //	cancelled          false, true                         false          end with the error (StopCancelled)
 //
 // After the last attempt the send returns the last answered result if there
-// is one, else fails (StopFailed) wrapping the last error. (v4 ignores
-// reachable.)
+// is one, else fails (StopFailed) wrapping the last error. v4 has no
+// reachable flag; its updates carry Reachable true, which a v4 strategy
+// ignores.
 //
 // # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
 //
@@ -180,6 +181,17 @@ const (
 // and never resets the index; v5 retries only while the budget left is
 // positive (Next checks it), v4 whatever the budget. A retry's Plan.Timeout is
 // the budget left, uncapped.
+//
+// Producer drives async sends over a blocking Transport: it calls
+// Dispatched(0) just before Transport.Send (the hand-over is the call), so
+// the dispatch update has latency 0 and is made while the attempt is in
+// flight, as the reference's is; every error Send returns is then an
+// after-dispatch outcome, except a ClientError. The reference makes no
+// dispatch update for a request that never left; Producer's extra update is
+// overwritten by the failure's own at once, so the fault table ends the same.
+//
+// A simulator ends an attempt at Plan.Deadline with a TransportTimeout
+// outcome (Elapsed = Plan.Timeout) when its broker has not answered by then.
 //
 // DESIGN.md's summary says a failed answer of an async send is retried; the
 // reference (5.3.3 and 4.9.8 MQClientAPIImpl.sendMessageAsync) does not retry
