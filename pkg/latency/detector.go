@@ -126,8 +126,11 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		}
 	}
 	timedOut := errors.Is(err, context.DeadlineExceeded)
-	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		err = errors.Join(ErrProbeInconclusive, err) // the round was cancelled
+	if err != nil && ctx.Err() != nil && (timedOut || errors.Is(err, context.Canceled)) {
+		// The round ended (cancelled, or its own deadline passed) under the
+		// probe: that says nothing about the broker.
+		err = errors.Join(ErrProbeInconclusive, err)
+		timedOut = false
 	}
 	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Now().Sub(start)}
 	switch {

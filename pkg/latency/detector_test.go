@@ -625,3 +625,43 @@ func TestObserverConcurrentProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectRoundEndsUnderProbe: when the round's own context ends while a
+// probe runs (cancelled, or its deadline passed), the probe is inconclusive,
+// not a timeout of the broker.
+func TestDetectRoundEndsUnderProbe(t *testing.T) {
+	tests := []struct {
+		name  string
+		cause error
+	}{
+		{"cancelled", context.Canceled},
+		{"round deadline", context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			r := newDetectorRig(t, ctrl, true, nil)
+			r.isolate("b", false)
+			started := make(chan struct{})
+			r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+			r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(ctx context.Context, _ string) error {
+				close(started)
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+			ctx, cancel := context.WithCancelCause(context.Background())
+			reports := make(chan latency.RoundReport)
+			go func() {
+				rep, _ := r.s.DetectRound(ctx)
+				reports <- rep
+			}()
+			<-started
+			cancel(tt.cause)
+			want := latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1}
+			if got := <-reports; got != want {
+				t.Errorf("DetectRound() = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
