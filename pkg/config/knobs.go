@@ -1,0 +1,448 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// EnvPrefix starts every environment variable of a knob.
+const EnvPrefix = "MQFAULT_"
+
+// The meta keys: they choose what is loaded rather than set a knob.
+const (
+	presetKey = "preset" // file key and MQFAULT_PRESET: the preset under the rest
+	configKey = "config" // MQFAULT_CONFIG: the file Load reads when given no path
+)
+
+// knobs is the one table of knobs. To add a knob: add its field to
+// latency.Config, producer.Config or Config (with its value in the presets),
+// then one line here. Its file key, environment variable, Encode line, Knobs
+// entry and error messages all come from this line; field is the name the
+// sub-config's Validate reports in its ConfigError, so range errors name the
+// knob too.
+var knobs = []knob{
+	modeKnob("mode", "Mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
+		func(c *Config) *latency.Mode { return &c.Strategy.Mode }),
+	boolKnob("fault_tolerance", "FaultTolerance", "latency fault tolerance on or off (sendLatencyFaultEnable)",
+		func(c *Config) *bool { return &c.Strategy.FaultTolerance }),
+	boolKnob("detector", "Detector", "the background detector on or off (startDetectorEnable; v5 only)",
+		func(c *Config) *bool { return &c.Strategy.Detector }),
+	durationKnob("detect_interval", "DetectInterval", "a broker is probed at most once per interval",
+		func(c *Config) *time.Duration { return &c.Strategy.DetectInterval }),
+	durationKnob("detect_timeout", "DetectTimeout", "the timeout of one probe",
+		func(c *Config) *time.Duration { return &c.Strategy.DetectTimeout }),
+	durationKnob("detect_period", "DetectPeriod", "how often the detector runs a round",
+		func(c *Config) *time.Duration { return &c.Strategy.DetectPeriod }),
+	intKnob("detect_parallel", "DetectParallel", "how many probes of one round run at once (1: the reference's one by one)",
+		func(c *Config) *int { return &c.Strategy.DetectParallel }),
+	durationsKnob("durations", "Durations", "the duration table: thresholds;isolations (two comma-separated columns), or default for the mode's",
+		func(c *Config) *latency.DurationTable { return &c.Strategy.Durations }),
+	intKnob("retry_times", "RetryTimes", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
+		func(c *Config) *int { return &c.Producer.RetryTimes }),
+	intKnob("async_retry_times", "AsyncRetryTimes", "retries of an async send (retryTimesWhenSendAsyncFailed)",
+		func(c *Config) *int { return &c.Producer.AsyncRetryTimes }),
+	codesKnob("retry_codes", "RetryCodes", "broker response codes a sync send retries after: a list, default for the mode's, or none",
+		func(c *Config) *[]int { return &c.Producer.RetryCodes }),
+	durationKnob("timeout", "Timeout", "a send's whole budget, retries included (sendMsgTimeout)",
+		func(c *Config) *time.Duration { return &c.Producer.Timeout }),
+	durationKnob("max_timeout_per_request", "MaxTimeoutPerRequest", "caps one attempt's timeout while another remains (sendMsgMaxTimeoutPerRequest); 0 is off",
+		func(c *Config) *time.Duration { return &c.Producer.MaxTimeoutPerRequest }),
+	boolKnob("retry_another_broker", "RetryAnotherBrokerWhenNotStoreOK", "retry a sync send answered with a status other than SEND_OK on another broker",
+		func(c *Config) *bool { return &c.Producer.RetryAnotherBrokerWhenNotStoreOK }),
+	intKnob("async_max_in_flight", "AsyncMaxInFlight", "bound on async sends in flight (backPressureForAsyncSendNum); 0 is none",
+		func(c *Config) *int { return &c.Producer.AsyncMaxInFlight }),
+	bytesKnob("async_max_bytes", "AsyncMaxBytes", "bound on body bytes of async sends in flight, e.g. 100MiB (backPressureForAsyncSendSize); 0 is none",
+		func(c *Config) *int64 { return &c.Producer.AsyncMaxBytes }),
+	boolKnob("async_fail_fast", "AsyncFailFast", "an async send over a bound fails at once instead of waiting for room",
+		func(c *Config) *bool { return &c.Producer.AsyncFailFast }),
+	durationKnob("route_refresh_interval", "RouteRefreshInterval", "how often every known topic's route is looked up again",
+		func(c *Config) *time.Duration { return &c.Producer.RouteRefreshInterval }),
+	durationKnob("log_interval", "", "least time between two log records of one kind about one broker; 0 logs all",
+		func(c *Config) *time.Duration { return &c.LogInterval }),
+	boolKnob("count_stages", "", "count picks by cascade stage (one atomic add per pick) for metrics",
+		func(c *Config) *bool { return &c.CountStages }),
+}
+
+// knob binds one setting to its name, documentation and field.
+type knob struct {
+	name  string
+	field string // the Go field a sub-config's ConfigError names, or ""
+	doc   string
+	shape shape
+	bind  func(c *Config) value
+}
+
+// shape says which forms a knob's value may take in a file.
+type shape uint8
+
+const (
+	scalar  shape = iota // one value
+	list                 // a comma-separated list, or a file list
+	columns              // two lists separated by ';', or a file mapping of two lists
+)
+
+// value is a knob bound to one Config: set parses the value as written in an
+// environment variable (or a file scalar), get formats it the same way.
+type value interface {
+	set(s string) error
+	get() string
+}
+
+// Knob describes one knob for documentation and tools.
+type Knob struct {
+	// Name is the knob's key in a file ("detect_timeout").
+	Name string
+	// Env is its environment variable ("MQFAULT_DETECT_TIMEOUT").
+	Env string
+	// Doc says what it does, in one line.
+	Doc string
+}
+
+// Knobs lists every knob in the order of the table (and of Encode's output).
+func Knobs() []Knob {
+	out := make([]Knob, len(knobs))
+	for i, k := range knobs {
+		out[i] = Knob{Name: k.name, Env: EnvName(k.name), Doc: k.doc}
+	}
+	return out
+}
+
+// EnvName returns the environment variable of the knob called name.
+func EnvName(name string) string { return EnvPrefix + strings.ToUpper(name) }
+
+func lookupKnob(name string) (knob, bool) {
+	for _, k := range knobs {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return knob{}, false
+}
+
+// Set sets the knob called name from its written form (as in an environment
+// variable). An unknown knob or a value that does not parse is an *Error;
+// ranges are checked by Validate.
+func (c *Config) Set(name, s string) error {
+	k, ok := lookupKnob(name)
+	if !ok {
+		return unknownKnob(name, s, "")
+	}
+	if err := k.bind(c).set(strings.TrimSpace(s)); err != nil {
+		return &Error{Knob: name, Value: s, Reason: err.Error(), Err: unwrapCause(err)}
+	}
+	return nil
+}
+
+// Get returns the knob called name in its written form; ok is false when there
+// is no such knob. Set(name, Get(name)) changes nothing, except for a duration
+// table that is not a *latency.StepTable, which Get writes as "custom".
+func (c Config) Get(name string) (s string, ok bool) {
+	k, ok := lookupKnob(name)
+	if !ok {
+		return "", false
+	}
+	return k.bind(&c).get(), true
+}
+
+func unknownKnob(name, value, source string) *Error {
+	reason := "no such knob"
+	if near := nearest(name); near != "" {
+		reason += " (did you mean " + near + "?)"
+	}
+	return &Error{Knob: name, Value: value, Source: source, Reason: reason}
+}
+
+// nearest returns the knob name closest to name by edit distance, if one is
+// close enough to be a likely typo.
+func nearest(name string) string {
+	best, bestD := "", 3
+	for _, k := range knobs {
+		if d := editDistance(strings.ToLower(name), k.name); d < bestD {
+			best, bestD = k.name, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// causeError carries an underlying error (a *latency.ConfigError) through a
+// value's set, so Set can wrap it.
+type causeError struct {
+	msg   string
+	cause error
+}
+
+func (e *causeError) Error() string { return e.msg }
+
+func unwrapCause(err error) error {
+	if ce, ok := err.(*causeError); ok {
+		return ce.cause
+	}
+	return nil
+}
+
+// The value kinds. Each knob constructor binds a field through ptr.
+
+func boolKnob(name, field, doc string, ptr func(*Config) *bool) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*boolValue)(ptr(c)) }}
+}
+
+type boolValue bool
+
+func (v *boolValue) set(s string) error {
+	switch strings.ToLower(s) {
+	case "true", "t", "1", "on", "yes", "y":
+		*v = true
+	case "false", "f", "0", "off", "no", "n":
+		*v = false
+	default:
+		return fmt.Errorf("must be true or false (also on/off, yes/no, 1/0)")
+	}
+	return nil
+}
+
+func (v *boolValue) get() string { return strconv.FormatBool(bool(*v)) }
+
+func durationKnob(name, field, doc string, ptr func(*Config) *time.Duration) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*durationValue)(ptr(c)) }}
+}
+
+type durationValue time.Duration
+
+func (v *durationValue) set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v = durationValue(d)
+	return nil
+}
+
+func (v *durationValue) get() string { return time.Duration(*v).String() }
+
+// parseDuration parses a Go duration; a bare 0 is allowed, any other number
+// without a unit is refused rather than guessed.
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return 0, fmt.Errorf("a duration needs a unit, such as 200ms or 3s")
+		}
+		return 0, fmt.Errorf("must be a duration such as 200ms or 3s")
+	}
+	return d, nil
+}
+
+func intKnob(name, field, doc string, ptr func(*Config) *int) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*intValue)(ptr(c)) }}
+}
+
+type intValue int
+
+func (v *intValue) set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("must be a whole number (up to %d)", int32(^uint32(0)>>1))
+	}
+	*v = intValue(n)
+	return nil
+}
+
+func (v *intValue) get() string { return strconv.Itoa(int(*v)) }
+
+func bytesKnob(name, field, doc string, ptr func(*Config) *int64) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*bytesValue)(ptr(c)) }}
+}
+
+type bytesValue int64
+
+var byteUnits = []struct {
+	suffix string
+	shift  uint
+}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+func (v *bytesValue) set(s string) error {
+	num, shift := s, uint(0)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, shift = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || (n != 0 && (n<<shift)>>shift != n) {
+		return fmt.Errorf("must be a whole number of bytes, optionally with a unit B, KiB, MiB or GiB (such as 100MiB)")
+	}
+	*v = bytesValue(n << shift)
+	return nil
+}
+
+func (v *bytesValue) get() string {
+	n := int64(*v)
+	for _, u := range byteUnits[:3] {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func modeKnob(name, field, doc string, ptr func(*Config) *latency.Mode) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*modeValue)(ptr(c)) }}
+}
+
+type modeValue latency.Mode
+
+func (v *modeValue) set(s string) error {
+	m := latency.Mode(strings.ToLower(s))
+	if m == "" || !m.Valid() {
+		return fmt.Errorf(`must be "v5" or "v4"`)
+	}
+	*v = modeValue(m)
+	return nil
+}
+
+func (v *modeValue) get() string {
+	if *v == "" {
+		return string(latency.ModeV5)
+	}
+	return string(*v)
+}
+
+func codesKnob(name, field, doc string, ptr func(*Config) *[]int) knob {
+	return knob{name: name, field: field, doc: doc, shape: list, bind: func(c *Config) value { return (*codesValue)(ptr(c)) }}
+}
+
+// codesValue is a list of response codes: nil is the mode's set ("default"),
+// empty is none ("none").
+type codesValue []int
+
+func (v *codesValue) set(s string) error {
+	switch strings.ToLower(s) {
+	case "default":
+		*v = nil
+		return nil
+	case "none", "":
+		*v = []int{}
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	codes := make([]int, 0, len(parts))
+	for i, p := range parts {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil {
+			return fmt.Errorf("item %d (%q) is not a response code: use whole numbers separated by commas, default, or none", i+1, strings.TrimSpace(p))
+		}
+		codes = append(codes, int(n))
+	}
+	*v = codes
+	return nil
+}
+
+func (v *codesValue) get() string {
+	if *v == nil {
+		return "default"
+	}
+	if len(*v) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(*v))
+	for i, n := range *v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+func durationsKnob(name, field, doc string, ptr func(*Config) *latency.DurationTable) knob {
+	return knob{name: name, field: field, doc: doc, shape: columns, bind: func(c *Config) value { return durationsValue{ptr(c)} }}
+}
+
+// durationsValue is a duration table written as its two columns,
+// "50ms,100ms,550ms;0s,0s,2s" (thresholds;isolations), or "default" for the
+// mode's own table (nil).
+type durationsValue struct{ p *latency.DurationTable }
+
+func (v durationsValue) set(s string) error {
+	if strings.EqualFold(s, "default") {
+		*v.p = nil
+		return nil
+	}
+	cols := strings.Split(s, ";")
+	if len(cols) != 2 {
+		return fmt.Errorf("must be two comma-separated columns, thresholds;isolations (such as 550ms,1800ms;2s,5s), or default")
+	}
+	var parsed [2][]time.Duration
+	for c, col := range cols {
+		if strings.TrimSpace(col) == "" {
+			continue
+		}
+		for i, p := range strings.Split(col, ",") {
+			d, err := parseDuration(strings.TrimSpace(p))
+			if err != nil {
+				return fmt.Errorf("%s item %d (%q): %v", [2]string{"threshold", "isolation"}[c], i+1, strings.TrimSpace(p), err)
+			}
+			parsed[c] = append(parsed[c], d)
+		}
+	}
+	t, err := latency.NewStepTable(parsed[0], parsed[1])
+	if err != nil {
+		msg := err.Error()
+		if ce, ok := err.(*latency.ConfigError); ok {
+			msg = fmt.Sprintf("%s %v: %s", ce.Field, ce.Value, ce.Reason)
+		}
+		return &causeError{msg: msg, cause: err}
+	}
+	*v.p = t
+	return nil
+}
+
+func (v durationsValue) get() string {
+	switch t := (*v.p).(type) {
+	case nil:
+		return "default"
+	case *latency.StepTable:
+		lm, na := t.Columns()
+		return joinDurations(lm) + ";" + joinDurations(na)
+	}
+	return "custom"
+}
+
+func joinDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// columnKeys are the keys of a duration table written as a file mapping.
+var columnKeys = []string{"latency_max", "not_available"}
+
+func isColumnKey(k string) bool { return slices.Contains(columnKeys, k) }
