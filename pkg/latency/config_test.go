@@ -340,3 +340,37 @@ func TestStrategyAccessors(t *testing.T) {
 		})
 	}
 }
+
+// TestNewStrategyFaultTableMode: a built-in table handed to a strategy must
+// follow the strategy's mode (a v5 table under a v4 strategy would extend
+// isolations where 4.9.8 overwrites them).
+func TestNewStrategyFaultTableMode(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       latency.Config
+		table     *latency.FaultTable
+		wantField string
+	}{
+		{"same mode", latency.Reference4(), latency.NewFaultTable(latency.ModeV4, nil), ""},
+		{"default modes", latency.Config{DetectInterval: 1, DetectTimeout: 1, DetectPeriod: 1, DetectParallel: 1}, latency.NewFaultTable("", nil), ""},
+		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "FaultTolerance"},
+		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "FaultTolerance"},
+		{"nil table", latency.Reference5(), nil, "FaultTolerance"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := latency.NewStrategy(tt.cfg, latency.WithFaultTolerance(tt.table))
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("NewStrategy() error = %v", err)
+				}
+				s.Close()
+				return
+			}
+			var ce *latency.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField || !errors.Is(err, latency.ErrInvalidConfig) {
+				t.Errorf("NewStrategy() error = %v, want a *ConfigError for %s", err, tt.wantField)
+			}
+		})
+	}
+}

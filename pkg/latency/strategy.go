@@ -79,9 +79,10 @@ func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r 
 // rounds still drop brokers the resolver no longer knows, and probe nothing.
 func WithServiceDetector(d ServiceDetector) Option { return func(o *options) { o.service = d } }
 
-// WithFaultTolerance replaces the built-in fault table. Another
-// implementation is asked once per broker of the route on every Select
-// (IsReachable only when the cascade gets that far), and gets no detector.
+// WithFaultTolerance replaces the built-in fault table. A *FaultTable must
+// have the strategy's mode. Another implementation is asked once per broker
+// of the route on every Select (IsReachable only when the cascade gets that
+// far), and gets no detector.
 func WithFaultTolerance(ft FaultTolerance) Option { return func(o *options) { o.ft = ft } }
 
 // WithObserver sets who is told of isolations, recoveries and probes.
@@ -112,6 +113,15 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		o.log = slog.Default()
 	}
 	mode := cfg.Mode.orDefault()
+	if t, ok := o.ft.(*FaultTable); ok {
+		switch {
+		case t == nil:
+			return nil, &ConfigError{Field: "FaultTolerance", Value: "(*FaultTable)(nil)", Reason: "is a nil table (leave it out for a new one)"}
+		case t.mode != mode:
+			return nil, &ConfigError{Field: "FaultTolerance", Value: string(t.mode),
+				Reason: "the fault table's update rules are those of another mode than the strategy's (" + string(mode) + ")"}
+		}
+	}
 	if cfg.Detector && o.resolver == nil && o.ft == nil {
 		return nil, &ConfigError{Field: "Detector", Value: true, Reason: "the detector needs a Resolver (WithResolver)"}
 	}
