@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.2
 	github.com/mqfault/mqfault v0.0.0
+	github.com/pkg/errors v0.8.1
 	go.uber.org/goleak v1.3.0
+	go.uber.org/mock v0.6.0
 )
 
 require (
@@ -17,7 +19,6 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180228061459-e0a39a4cb421 // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
-	github.com/pkg/errors v0.8.1 // indirect
 	github.com/sirupsen/logrus v1.4.0 // indirect
 	github.com/tidwall/gjson v1.13.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
@@ -25,6 +26,8 @@ require (
 	go.uber.org/atomic v1.5.1 // indirect
 	golang.org/x/crypto v0.0.0-20200622213623-75b288015ac9 // indirect
 	golang.org/x/lint v0.0.0-20190930215403-16217165b5de // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.0.0 // indirect
@@ -32,3 +35,5 @@ require (
 )
 
 replace github.com/mqfault/mqfault => ../..
+
+tool go.uber.org/mock/mockgen

@@ -1,0 +1,148 @@
+package rocketmqgo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// TestAddressBook checks that the interceptor learns addresses from the
+// send context, and what the resolver answers for brokers with and without
+// one, in a route and not.
+func TestAddressBook(t *testing.T) {
+	routes := &clientRoutes{}
+	routes.learn(topic, queues(topic, 2, "broker-a", "broker-b"))
+	book := newAddressBook(routes)
+
+	pc := &primitive.ProducerCtx{}
+	ctx := primitive.WithProducerCtx(context.Background(), pc)
+	sendErr := errors.New("CODE: 2, DESC: busy")
+	err := book.intercept(ctx, nil, nil, func(context.Context, any, any) error {
+		pc.MQ = primitive.MessageQueue{Topic: topic, BrokerName: "broker-a", QueueId: 1}
+		pc.BrokerAddr = "127.0.0.1:10911"
+		return sendErr
+	})
+	if err != sendErr {
+		t.Errorf("intercept() = %v, want the call's own error", err)
+	}
+	if err := book.intercept(context.Background(), nil, nil, func(context.Context, any, any) error { return nil }); err != nil {
+		t.Errorf("intercept(no send context) = %v, want nil", err)
+	}
+	tests := []struct {
+		broker string
+		addr   string
+		ok     bool
+	}{
+		{"broker-a", "127.0.0.1:10911", true},
+		{"broker-b", "", true},  // in the route, never sent to synchronously
+		{"broker-z", "", false}, // in no route
+	}
+	for _, tt := range tests {
+		if addr, ok := book.Resolve(tt.broker); addr != tt.addr || ok != tt.ok {
+			t.Errorf("Resolve(%q) = %q, %v, want %q, %v", tt.broker, addr, ok, tt.addr, tt.ok)
+		}
+	}
+}
+
+// TestGuardedDetector checks that a broker with no address is never probed
+// and counts as inconclusive.
+func TestGuardedDetector(t *testing.T) {
+	var probed atomic.Value
+	d := guardedDetector{latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
+		probed.Store(endpoint)
+		return nil
+	})}
+	if err := d.Detect(context.Background(), ""); !errors.Is(err, latency.ErrProbeInconclusive) {
+		t.Errorf("Detect(\"\") = %v, want ErrProbeInconclusive", err)
+	}
+	if v := probed.Load(); v != nil {
+		t.Errorf("probed %v for a broker without an address", v)
+	}
+	if err := d.Detect(context.Background(), "127.0.0.1:1"); err != nil || probed.Load() != "127.0.0.1:1" {
+		t.Errorf("Detect(addr) = %v, probed %v, want the detector's answer for that address", err, probed.Load())
+	}
+}
+
+// TestDetectorRound runs the strategy's detector over two unreachable
+// brokers, one with a learnt address: only that one is probed and turns
+// reachable; the other keeps its state; isolations are untouched.
+func TestDetectorRound(t *testing.T) {
+	var mu sync.Mutex // guards probes
+	var probes []string
+	fake := &fakeClient{mqs: queues(topic, 1, "broker-a", "broker-b")}
+	p := newTestProducer(t, fake, WithServiceDetector(latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		probes = append(probes, endpoint)
+		return nil
+	})))
+	if _, err := p.SendSync(context.Background(), primitive.NewMessage(topic, nil)); err != nil { // learns the route
+		t.Fatalf("SendSync() error = %v", err)
+	}
+	p.addrs.learn("broker-a", "127.0.0.1:10911")
+	strat := p.Strategy()
+	strat.SetDetector(true)
+	for _, b := range []string{"broker-a", "broker-b"} {
+		strat.Update(b, 0, true, false)
+	}
+	rep, err := strat.DetectRound(context.Background())
+	if err != nil {
+		t.Fatalf("DetectRound() error = %v", err)
+	}
+	if rep.Probed != 2 || rep.Reachable != 1 || rep.Inconclusive != 1 || rep.Removed != 0 {
+		t.Errorf("DetectRound() = %+v, want one probe answered, one inconclusive, none removed", rep)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(probes) != 1 || probes[0] != "127.0.0.1:10911" {
+		t.Errorf("probes = %v, want only broker-a's address", probes)
+	}
+	a, _ := strat.Table().Item("broker-a")
+	b, _ := strat.Table().Item("broker-b")
+	if !a.Reachable || b.Reachable || a.Available || b.Available {
+		t.Errorf("items = %+v, %+v, want broker-a reachable, broker-b not, both still isolated", a, b)
+	}
+}
+
+// TestLearnRoutes checks how the learnt routes follow the client's lists.
+func TestLearnRoutes(t *testing.T) {
+	changes := 0
+	probes := 0
+	r := &clientRoutes{changed: func() { changes++ }}
+	r.probe = func(context.Context, string) error {
+		probes++
+		r.learn(topic, queues(topic, 4, "broker-a"))
+		return errors.New("the topic=TopicTest route info not found")
+	}
+	data, err := r.Lookup(context.Background(), topic)
+	if err != nil || probes != 1 || changes != 1 {
+		t.Fatalf("Lookup() = %v, %v after %d probes, %d changes, want a route after 1 probe, 1 change", data, err, probes, changes)
+	}
+	if len(data.QueueDatas) != 1 || data.QueueDatas[0].WriteQueueNums != 4 {
+		t.Errorf("route = %+v, want broker-a with 4 write queues", data.QueueDatas)
+	}
+	same := queues(topic, 4, "broker-a")
+	r.learn(topic, same)
+	r.learn(topic, same)
+	if changes != 1 {
+		t.Errorf("changes after an equal list = %d, want 1", changes)
+	}
+	r.learn(topic, queues(topic, 4, "broker-a", "broker-b"))
+	if changes != 2 || !r.hasBroker("broker-b") {
+		t.Errorf("changes after a new broker = %d (has broker-b %v), want 2 (true)", changes, r.hasBroker("broker-b"))
+	}
+	if _, err := r.Lookup(context.Background(), topic); err != nil || probes != 1 {
+		t.Errorf("Lookup(known topic) = %v after %d probes, want no new probe", err, probes)
+	}
+
+	none := &clientRoutes{probe: func(context.Context, string) error { return errors.New("no route") }}
+	if _, err := none.Lookup(context.Background(), "Nowhere"); err == nil || err.Error() == "" {
+		t.Errorf("Lookup(unknown) error = %v, want one", err)
+	}
+}

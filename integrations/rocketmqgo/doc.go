@@ -1,0 +1,33 @@
+// Package rocketmqgo gives producers of the official Go client,
+// github.com/apache/rocketmq-client-go/v2, mqfault's latency fault tolerance:
+// every send runs mqfault's send loop (pkg/producer), which picks each
+// attempt's queue with a latency.Strategy, isolates brokers that fail or answer
+// slowly, and retries on another broker within the send's time budget.
+//
+// Start with NewProducer: it takes the client's own options and returns a
+// *Producer, which is a rocketmq.Producer. Under it the client's producer
+// runs with producer.WithRetry(0), so each client call is exactly one
+// attempt, and with a queue selector that answers each attempt with the queue
+// the strategy picked for it. README.md beside this file says what changes
+// for a user of the client and what stays untouched.
+//
+// The pieces, in the order a send meets them:
+//
+//   - Producer validates the messages and decides the path: a message with a
+//     sharding key, or with Queue set, goes straight to the client (one call,
+//     the client's own key → queue rule or the queue as set); every other
+//     message goes through the fault-tolerant send loop.
+//   - The loop asks a RouteSource for the topic's queues. Ours learns them
+//     from the client itself: the list the client hands the queue selector on
+//     every send, and, for a topic not seen yet, a route probe (a client call
+//     whose selector answers nil, so nothing is sent).
+//   - Each attempt is one Client.SendSync or SendOneWay call; the selector
+//     finds the attempt's queue through a per-message slot, and the client's
+//     error is mapped to the loop's typed errors (see the Transport contract
+//     in pkg/producer).
+//   - An interceptor learns broker addresses from the send context
+//     (primitive.GetProducerCtx), which the strategy's detector probes.
+//
+// Client is the narrow interface over the client calls the wrapper makes;
+// tests mock it (package mocks).
+package rocketmqgo
