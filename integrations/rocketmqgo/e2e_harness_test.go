@@ -1,0 +1,268 @@
+package rocketmqgo_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/mqfault/mqfault/integrations/rocketmqgo"
+	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// The end-to-end tests run the real rocketmq-client-go producer, wrapped by
+// rocketmqgo.NewProducer, against loopback name servers and brokers that
+// speak the remoting protocol (internal/remotingtest). The servers and the
+// wrapper share one manual clock: fault isolations, attempt deadlines and
+// the brokers' answer delays all move only when a test advances it, so the
+// tests assert exact isolation windows without waiting for them.
+
+const (
+	e2eTopic = "TopicTest"
+	// hangGuard bounds every send and log wait; no assertion depends on it.
+	hangGuard = 20 * time.Second
+)
+
+var (
+	quiet     = remotingtest.WithLogger(slog.New(slog.DiscardHandler))
+	quietLog  = slog.New(slog.DiscardHandler)
+	instances atomic.Int64
+	start     = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// cluster is a name server, brokers, and a started wrapped producer, all on
+// one manual clock.
+type cluster struct {
+	t       *testing.T
+	clock   *latency.ManualClock
+	ns      *remotingtest.NameServer
+	brokers map[string]*remotingtest.Broker
+	p       *rocketmqgo.Producer
+}
+
+// newCluster starts a name server and brokers (routing e2eTopic, and its
+// namespaced form ns%TopicTest, to 4 queues on each), then a wrapped
+// producer with clientOpts and opts. Cleanups shut the producer down before
+// the servers close.
+func newCluster(t *testing.T, names []string, clientOpts []producer.Option, opts ...rocketmqgo.Option) *cluster {
+	t.Helper()
+	c := &cluster{t: t, clock: latency.NewManualClock(start), brokers: map[string]*remotingtest.Broker{}}
+	sopts := []remotingtest.Option{quiet, remotingtest.WithClock(c.clock)}
+	ns, err := remotingtest.NewNameServer(sopts...)
+	if err != nil {
+		t.Fatalf("NewNameServer() error = %v", err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	c.ns = ns
+	var list []*remotingtest.Broker
+	for _, name := range names {
+		b, err := remotingtest.NewBroker(name, sopts...)
+		if err != nil {
+			t.Fatalf("NewBroker(%q) error = %v", name, err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		c.brokers[name] = b
+		list = append(list, b)
+	}
+	for _, topic := range []string{e2eTopic, "ns%" + e2eTopic} {
+		if err := ns.SetRoute(topic, remotingtest.RouteOf(4, list...)); err != nil {
+			t.Fatalf("SetRoute(%q) error = %v", topic, err)
+		}
+	}
+	c.p = c.newProducer(clientOpts, opts...)
+	return c
+}
+
+// newProducer starts a wrapped producer on c's name server and clock.
+func (c *cluster) newProducer(clientOpts []producer.Option, opts ...rocketmqgo.Option) *rocketmqgo.Producer {
+	c.t.Helper()
+	instance := fmt.Sprintf("e2e-%d", instances.Add(1)) // the client shares one instance per client id
+	base := []producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.ns.Addr()})),
+		producer.WithGroupName("pg-" + instance),
+		producer.WithInstanceName(instance),
+	}
+	opts = append([]rocketmqgo.Option{rocketmqgo.WithClock(c.clock), rocketmqgo.WithLogger(quietLog)}, opts...)
+	p, err := rocketmqgo.NewProducer(append(base, clientOpts...), opts...)
+	if err != nil {
+		c.t.Fatalf("NewProducer() error = %v", err)
+	}
+	if err := p.Start(); err != nil {
+		c.t.Fatalf("Start() error = %v", err)
+	}
+	c.t.Cleanup(func() {
+		if err := p.Shutdown(); err != nil {
+			c.t.Errorf("Shutdown() error = %v", err)
+		}
+	})
+	return p
+}
+
+// isolation returns how long the duration table isolates a broker after a
+// send that took latency, or failed (isolation=true, charged the strategy's
+// isolation latency).
+func (c *cluster) isolation(latency time.Duration, failed bool) time.Duration {
+	s := c.p.Strategy()
+	if failed {
+		latency = s.IsolationLatency()
+	}
+	return s.Durations().Isolation(latency)
+}
+
+// message returns a new message with a unique key set, so the brokers' logs
+// can be matched to it.
+func message(i int) *primitive.Message {
+	m := primitive.NewMessage(e2eTopic, fmt.Appendf(nil, "message %d", i))
+	m.WithProperty(primitive.PropertyUniqueClientMessageIdKeyIndex, primitive.CreateUniqID())
+	return m
+}
+
+func uniqKey(m *primitive.Message) string {
+	return m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex)
+}
+
+// sendOK sends msg synchronously and fails the test unless it is stored.
+func (c *cluster) sendOK(msg *primitive.Message) *primitive.SendResult {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	res, err := c.p.SendSync(ctx, msg)
+	if err != nil {
+		c.t.Fatalf("SendSync() error = %v", err)
+	}
+	if res.Status != primitive.SendOK || res.MsgID != uniqKey(msg) {
+		c.t.Fatalf("SendSync() = %v %q, want SEND_OK for %q", res.Status, res.MsgID, uniqKey(msg))
+	}
+	return res
+}
+
+// sendAdvancing sends msg synchronously; if an attempt reaches hold (a
+// broker that holds its answer until the clock moves: a delay or a drop),
+// it advances the clock by d once. It reports whether it did.
+func (c *cluster) sendAdvancing(msg *primitive.Message, hold *remotingtest.Broker, d time.Duration) (*primitive.SendResult, error, bool) {
+	c.t.Helper()
+	before := len(hold.Sends())
+	type outcome struct {
+		res *primitive.SendResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		res, err := c.p.SendSync(ctx, msg)
+		done <- outcome{res, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	reached := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := hold.Await(ctx, func(rs []remotingtest.Request) bool { return countSends(rs) > before }); err == nil {
+			close(reached)
+		}
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err, false
+	case <-reached:
+		c.clock.Advance(d)
+		o := <-done
+		return o.res, o.err, true
+	}
+}
+
+func countSends(rs []remotingtest.Request) int {
+	n := 0
+	for _, r := range rs {
+		if r.IsSend() {
+			n++
+		}
+	}
+	return n
+}
+
+// stored returns the unique keys of every message some broker stored.
+func (c *cluster) stored() map[string]int {
+	keys := map[string]int{}
+	for _, b := range c.brokers {
+		for _, r := range b.Sends() {
+			if r.Outcome != remotingtest.OutcomeAnswered && r.Outcome != remotingtest.OutcomeOneway || r.ResponseCode != remotingtest.CodeSuccess {
+				continue
+			}
+			for _, m := range r.Messages {
+				keys[m.UniqKey]++
+			}
+		}
+	}
+	return keys
+}
+
+// checkNothingLost fails the test unless every message's unique key was
+// stored by some broker.
+func (c *cluster) checkNothingLost(msgs []*primitive.Message) {
+	c.t.Helper()
+	stored := c.stored()
+	for i, m := range msgs {
+		if stored[uniqKey(m)] == 0 {
+			var seen []string
+			for _, b := range c.brokers {
+				for _, r := range b.Requests() {
+					if slices.ContainsFunc(r.Messages, func(x remotingtest.Message) bool { return x.UniqKey == uniqKey(m) }) {
+						seen = append(seen, b.Name()+" "+r.String())
+					}
+				}
+			}
+			c.t.Errorf("message %d (%s) was stored by no broker; requests carrying it: %v", i, uniqKey(m), seen)
+		}
+	}
+}
+
+// checkIsolated fails the test unless every send request b read after the
+// one numbered seq arrived at or after until, and at least one did.
+func (c *cluster) checkIsolated(b *remotingtest.Broker, seq int, until time.Time) {
+	c.t.Helper()
+	later := slices.DeleteFunc(b.Sends(), func(r remotingtest.Request) bool { return r.Seq <= seq })
+	for _, r := range later {
+		if r.Time.Before(until) {
+			c.t.Errorf("%s read %v at +%v, inside its isolation (until +%v)", b.Name(), r, r.Time.Sub(start), until.Sub(start))
+		}
+	}
+	if len(later) == 0 {
+		c.t.Errorf("%s read no send after its isolation ended at +%v, want it used again", b.Name(), until.Sub(start))
+	}
+}
+
+// sendN sends n new messages synchronously, each stored, and returns them.
+func (c *cluster) sendN(n int) []*primitive.Message {
+	c.t.Helper()
+	msgs := make([]*primitive.Message, n)
+	for i := range msgs {
+		msgs[i] = message(i)
+		c.sendOK(msgs[i])
+	}
+	return msgs
+}
+
+// healAt clears b's fault, moves the clock to at and sends n messages.
+func (c *cluster) healAt(b *remotingtest.Broker, at time.Time, n int) []*primitive.Message {
+	c.t.Helper()
+	if err := b.SetFault(remotingtest.Fault{}); err != nil {
+		c.t.Fatalf("SetFault() error = %v", err)
+	}
+	c.clock.Set(at)
+	return c.sendN(n)
+}
