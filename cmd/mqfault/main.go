@@ -1,5 +1,6 @@
-// Command mqfault is mqfault's command line: `trace` replays a routing trace
-// (see docs/TRACE.md).
+// Command mqfault is mqfault's command line: `sim` compares fault-tolerance
+// strategies on simulated broker faults (see pkg/sim), `trace` replays a
+// routing trace (see docs/TRACE.md).
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 const exitUsage = 2
 
 var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"sim":   runSim,
 	"trace": runTrace,
 	"probe": runProbe,
 }
@@ -42,6 +44,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: mqfault COMMAND [ARGS]
 
 commands:
+  sim [--scenario FILE] [--seed N] [--json] [--report FILE.html]
+                                compare fault-tolerance strategies on simulated broker faults
   trace [--mode v5|v4] FILE|-   replay a routing trace and print its decisions
 `)
 }

@@ -3,6 +3,7 @@ package route_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +94,11 @@ func FuzzNewPublishInfo(f *testing.F) {
 				t.Fatalf("NewPublishInfo(conf %q) has %d queues, want %d", conf, info.Len(), want)
 			}
 		}
+		if !ordered {
+			if want := expectedQueues(data); queueNames(info.Queues()) != want {
+				t.Fatalf("NewPublishInfo() queues = %s, want %s", queueNames(info.Queues()), want)
+			}
+		}
 		if info.Len() > 16*route.MaxQueuesPerBroker {
 			t.Fatalf("Len() = %d, over the topic limit", info.Len())
 		}
@@ -142,4 +148,53 @@ func orderedQueueCount(conf string) int {
 		total += n
 	}
 	return total
+}
+
+// expectedQueues lists a normal or static topic's queues the plain way, from
+// the reference's description: a static mapping (with a nil conf) gives per
+// mock broker the largest total of its mappings with a scope and an epoch
+// of at least -1, sorted by queue id then broker; otherwise queue data
+// sorted by broker name (stable), writable, whose first broker data has a
+// master.
+func expectedQueues(data *route.TopicRouteData) string {
+	var qs []route.MessageQueue
+	if data.OrderTopicConf == nil && len(data.TopicQueueMappingByBroker) > 0 {
+		totals := map[string]int{}
+		for _, m := range data.TopicQueueMappingByBroker {
+			if m.Scope != nil && m.Epoch >= -1 {
+				name := route.MockBrokerName(*m.Scope)
+				totals[name] = max(totals[name], m.TotalQueues)
+			}
+		}
+		for name, n := range totals {
+			for i := range n {
+				qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: name, QueueID: i})
+			}
+		}
+		slices.SortFunc(qs, func(a, b route.MessageQueue) int {
+			if a.QueueID != b.QueueID {
+				return a.QueueID - b.QueueID
+			}
+			return strings.Compare(a.BrokerName, b.BrokerName)
+		})
+		return queueNames(qs)
+	}
+	qds := slices.Clone(data.QueueDatas)
+	slices.SortStableFunc(qds, func(a, b route.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+	for _, q := range qds {
+		if q.Perm&route.PermWrite == 0 {
+			continue
+		}
+		i := slices.IndexFunc(data.BrokerDatas, func(b route.BrokerData) bool { return b.BrokerName == q.BrokerName })
+		if i < 0 {
+			continue
+		}
+		if _, ok := data.BrokerDatas[i].BrokerAddrs[route.MasterID]; !ok {
+			continue
+		}
+		for id := range q.WriteQueueNums {
+			qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: q.BrokerName, QueueID: id})
+		}
+	}
+	return queueNames(qs)
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// simScenario is a small scenario, so the command's tests run fast.
+const simScenario = `name: cli
+duration: 3s
+seed: 2
+senders: 2
+rate: 200
+brokers:
+  - {name: a, queues: 2, latency: {median: 2ms, p99: 10ms}}
+  - {name: b, queues: 2, latency: {median: 2ms, p99: 10ms}}
+events:
+  - {broker: b, at: 1s, for: 1s, state: down}
+`
+
+func writeSimScenario(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSimCommand(t *testing.T) {
+	good := writeSimScenario(t, simScenario)
+	bad := writeSimScenario(t, strings.Replace(simScenario, "state: down", "state: sleepy", 1))
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string // must contain
+		stderr   string // must contain
+		noStdout bool
+	}{
+		{"table", []string{"sim", "--scenario", good}, 0, "v5+detector", "sends/s", false},
+		{"json", []string{"sim", "--scenario", good, "--json", "--seed", "9"}, 0, `"seed": 9`, "", false},
+		{"print scenario", []string{"sim", "--print-scenario"}, 0, "name: default", "", false},
+		{"help", []string{"sim", "--help"}, 0, "", "usage: mqfault sim", true},
+		{"some strategies", []string{"sim", "--scenario", good, "--strategies", "v5,off"}, 0, "  v5 ", "", false},
+		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "", `unknown strategy "v6"`, true},
+		{"bad flag", []string{"sim", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus", true},
+		{"bad seed", []string{"sim", "--seed", "-1"}, exitUsage, "", "invalid value", true},
+		{"extra argument", []string{"sim", "x.yaml"}, exitUsage, "", `unexpected argument "x.yaml"`, true},
+		{"missing file", []string{"sim", "--scenario", filepath.Join(t.TempDir(), "none.yaml")}, exitUsage, "", "no such file", true},
+		{"invalid scenario", []string{"sim", "--scenario", bad}, exitUsage, "",
+			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping`, true},
+		{"unwritable report", []string{"sim", "--scenario", good, "--report", filepath.Join(t.TempDir(), "no", "r.html")}, exitUsage, "", "--report: open", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("run(%v) = %d, want %d; stderr:\n%s", tt.args, code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.stdout)
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.stderr)
+			}
+			if tt.noStdout && stdout.Len() > 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestSimJSON checks the --json shape and that one seed gives the same bytes.
+func TestSimJSON(t *testing.T) {
+	path := writeSimScenario(t, simScenario)
+	var outs [2]bytes.Buffer
+	for i := range outs {
+		var stderr bytes.Buffer
+		if code := run([]string{"sim", "--scenario", path, "--json"}, nil, &outs[i], &stderr); code != 0 {
+			t.Fatalf("run() = %d; stderr:\n%s", code, stderr.String())
+		}
+		if stderr.Len() != 0 {
+			t.Errorf("stderr = %q with --json, want nothing (not a terminal)", stderr.String())
+		}
+	}
+	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
+		t.Fatalf("two runs differ:\n%s\n%s", outs[0].String(), outs[1].String())
+	}
+	var got struct {
+		Scenario   string `json:"scenario"`
+		Seed       uint64 `json:"seed"`
+		Strategies []struct {
+			Name                 string `json:"name"`
+			Sends                int64  `json:"sends"`
+			Succeeded            int64  `json:"succeeded"`
+			Failed               int64  `json:"failed"`
+			Attempts             int64  `json:"attempts"`
+			FirstAttemptFailures int64  `json:"first_attempt_failures"`
+			LatencyMS            struct {
+				P50, P99, P999, Max float64
+			} `json:"latency_ms"`
+			Brokers map[string]struct {
+				Attempts int64 `json:"attempts"`
+				Failures int64 `json:"failures"`
+			} `json:"brokers"`
+		} `json:"strategies"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(outs[0].Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("the JSON does not have the documented shape: %v\n%s", err, outs[0].String())
+	}
+	if got.Scenario != "cli" || got.Seed != 2 || len(got.Strategies) < 4 || got.Strategies[0].Name != "off" {
+		t.Errorf("JSON = %+v, want scenario cli, seed 2, off first among 4 or more strategies", got)
+	}
+	for _, s := range got.Strategies {
+		if s.Sends != s.Succeeded+s.Failed || len(s.Brokers) != 2 || s.LatencyMS.P50 <= 0 {
+			t.Errorf("strategy %+v: inconsistent", s)
+		}
+	}
+}
+
+func TestSimReport(t *testing.T) {
+	path := writeSimScenario(t, simScenario)
+	report := filepath.Join(t.TempDir(), "r.html")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"sim", "--scenario", path, "--report", report}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("run() = %d; stderr:\n%s", code, stderr.String())
+	}
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) || !bytes.Contains(page, []byte("<svg")) {
+		t.Errorf("the report is not an HTML page with charts: %.200s", page)
+	}
+	if !strings.Contains(stderr.String(), "report: "+report) {
+		t.Errorf("stderr = %q, want it to name the report", stderr.String())
+	}
+}

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
+)
+
+const sec = int64(time.Second)
+
+func testBroker(capacity float64, events ...Event) *brokerSim {
+	b := Broker{Name: "a", Queues: 1, Latency: Latency{Median: 2 * time.Millisecond, P99: 2 * time.Millisecond}, Capacity: capacity}
+	for i := range events {
+		events[i].Broker = "a"
+	}
+	return newBrokerSim(b, 0, 1, events)
+}
+
+func TestStateAt(t *testing.T) {
+	b := testBroker(0,
+		Event{At: time.Second, For: 4 * time.Second, State: StateSlow, Latency: Latency{time.Second, time.Second}},
+		Event{At: 2 * time.Second, For: time.Second, State: StateDown}, // listed later: wins where both apply
+		Event{At: 10 * time.Second, For: 4 * time.Second, State: StateFlapping, Period: 2 * time.Second},
+	)
+	tests := []struct {
+		at   int64
+		want State
+	}{
+		{0, StateUp},
+		{sec, StateSlow},
+		{2 * sec, StateDown},
+		{3*sec - 1, StateDown},
+		{3 * sec, StateSlow},
+		{5 * sec, StateUp}, // windows end exclusive
+		{10 * sec, StateDown},
+		{11*sec - 1, StateDown},
+		{11 * sec, StateUp},
+		{12 * sec, StateDown},
+		{13 * sec, StateUp},
+		{14 * sec, StateUp},
+	}
+	for _, tt := range tests {
+		if got, _ := b.stateAt(tt.at); got != tt.want {
+			t.Errorf("stateAt(%s) = %s, want %s", time.Duration(tt.at), got, tt.want)
+		}
+	}
+}
+
+func TestAttemptOutcomes(t *testing.T) {
+	timeout := 500 * time.Millisecond
+	tests := []struct {
+		name      string
+		ev        Event
+		class     producer.Class
+		kind      producer.TransportKind
+		code      int
+		elapsed   time.Duration // -1: any
+		unhealthy bool
+	}{
+		{"up", Event{State: StateBusy, Rate: 1, At: time.Hour, For: time.Second}, producer.ClassAnswered, 0, 0, 2 * time.Millisecond, false},
+		{"down", Event{State: StateDown, For: time.Second}, producer.ClassTransport, producer.TransportNotSent, 0, time.Millisecond, true},
+		{"blackhole", Event{State: StateBlackhole, For: time.Second}, producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true},
+		{"slow past the timeout", Event{State: StateSlow, For: time.Second, Latency: Latency{time.Second, time.Second}},
+			producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true},
+		{"slow", Event{State: StateSlow, For: time.Second, Latency: Latency{100 * time.Millisecond, 100 * time.Millisecond}},
+			producer.ClassAnswered, 0, 0, 100 * time.Millisecond, true},
+		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, producer.ClassBroker, 0, 17, 2 * time.Millisecond, true},
+		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBroker, 0, SystemBusy, 2 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := testBroker(0, tt.ev)
+			o, unhealthy := b.attempt(0, timeout)
+			if o.Class != tt.class || o.Transport != tt.kind || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy {
+				t.Errorf("attempt() = %+v, %v; want class %s, kind %s, code %d, elapsed %s, unhealthy %v",
+					o, unhealthy, tt.class, tt.kind, tt.code, tt.elapsed, tt.unhealthy)
+			}
+			if got := producer.Classify(producer.Result{}, o.Err); o.Class != producer.ClassAnswered && (got.Class != o.Class || got.Code != o.Code || got.Transport != o.Transport) {
+				t.Errorf("Classify(attempt().Err) = %+v, want the attempt's own class %s", got, o.Class)
+			}
+		})
+	}
+}
+
+// TestCapacity sends 1000 attempts a second for 2 s to a broker that
+// takes 100: it accepts its burst plus 100 a second, and answers the rest
+// SYSTEM_BUSY.
+func TestCapacity(t *testing.T) {
+	b := testBroker(100)
+	accepted := 0
+	for at := int64(0); at < 2*sec; at += sec / 1000 {
+		o, _ := b.attempt(at, time.Second)
+		switch {
+		case o.Class == producer.ClassAnswered:
+			accepted++
+		case o.Class != producer.ClassBroker || o.Code != SystemBusy:
+			t.Fatalf("attempt() = %+v, want an answer or SYSTEM_BUSY", o)
+		}
+	}
+	if lo, hi := 200, 200+5+1; accepted < lo || accepted > hi {
+		t.Errorf("accepted %d attempts, want between %d and %d", accepted, lo, hi)
+	}
+}
+
+func TestLatencyDistribution(t *testing.T) {
+	d := newDist(Latency{Median: 10 * time.Millisecond, P99: 100 * time.Millisecond})
+	r := rand.New(rand.NewPCG(3, 4))
+	draws := make([]time.Duration, 100000)
+	for i := range draws {
+		draws[i] = d.draw(r)
+	}
+	slices.Sort(draws)
+	near := func(got, want time.Duration, tol float64) bool {
+		return float64(got) > float64(want)*(1-tol) && float64(got) < float64(want)*(1+tol)
+	}
+	if got := draws[len(draws)/2]; !near(got, 10*time.Millisecond, 0.03) {
+		t.Errorf("median of draws = %s, want about 10ms", got)
+	}
+	if got := draws[len(draws)*99/100]; !near(got, 100*time.Millisecond, 0.08) {
+		t.Errorf("p99 of draws = %s, want about 100ms", got)
+	}
+	flat := newDist(Latency{Median: time.Millisecond, P99: time.Millisecond})
+	if got := flat.draw(r); got != time.Millisecond {
+		t.Errorf("draw of a constant distribution = %s, want 1ms", got)
+	}
+}
+
+func TestSimDetector(t *testing.T) {
+	b := testBroker(0,
+		Event{At: 0, For: time.Second, State: StateDown},
+		Event{At: time.Second, For: time.Second, State: StateBlackhole},
+		Event{At: 2 * time.Second, For: time.Second, State: StateSlow, Latency: Latency{time.Second, time.Second}},
+		Event{At: 3 * time.Second, For: time.Second, State: StateBusy, Rate: 1, Probe: ProbeUnreachable},
+		Event{At: 4 * time.Second, For: time.Second, State: StateDown, Probe: ProbeReachable},
+		Event{At: 5 * time.Second, For: time.Second, State: StateSlow, Latency: Latency{time.Second, time.Second}, Probe: ProbeTimeout},
+	)
+	clock := latency.NewManualClock(Epoch)
+	d := &simDetector{clock: clock, epoch: Epoch, byAddr: map[string]*brokerSim{b.addr: b}}
+	tests := []struct {
+		at   time.Duration
+		want string // "ok", "timeout" or "refused"
+	}{
+		{0, "refused"}, {time.Second, "timeout"}, {2 * time.Second, "ok"}, {3 * time.Second, "refused"},
+		{4 * time.Second, "ok"}, {5 * time.Second, "timeout"}, {6 * time.Second, "ok"},
+	}
+	for _, tt := range tests {
+		clock.Set(Epoch.Add(tt.at))
+		err := d.Detect(context.Background(), b.addr)
+		got := "refused"
+		switch {
+		case err == nil:
+			got = "ok"
+		case errors.Is(err, context.DeadlineExceeded):
+			got = "timeout"
+		}
+		if got != tt.want {
+			t.Errorf("Detect() at %s = %v (%s), want %s", tt.at, err, got, tt.want)
+		}
+	}
+	if err := d.Detect(context.Background(), "nowhere:1"); err == nil {
+		t.Error("Detect(unknown address) = nil, want an error")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	v := make([]int64, 1000)
+	for i := range v {
+		v[i] = int64(i + 1)
+	}
+	tests := []struct {
+		permille int
+		want     int64
+	}{{500, 500}, {990, 990}, {999, 999}, {1000, 1000}}
+	for _, tt := range tests {
+		if got := percentile(v, tt.permille); got != tt.want {
+			t.Errorf("percentile(1..1000, %d) = %d, want %d", tt.permille, got, tt.want)
+		}
+	}
+	if got := percentile([]int64{7}, 500); got != 7 {
+		t.Errorf("percentile([7], 500) = %d, want 7", got)
+	}
+	if got := percentile(nil, 990); got != 0 {
+		t.Errorf("percentile(nil) = %d, want 0", got)
+	}
+}
+
+func TestEventQueueOrder(t *testing.T) {
+	var q eventQueue
+	r := rand.New(rand.NewPCG(9, 9))
+	var seq uint64
+	for range 500 {
+		seq++
+		q.push(event{at: r.Int64N(50), seq: seq})
+	}
+	prev := event{at: -1}
+	for len(q) > 0 {
+		e := q.pop()
+		if e.at < prev.at || (e.at == prev.at && e.seq < prev.seq) {
+			t.Fatalf("pop() = (%d, %d) after (%d, %d), want time then scheduling order", e.at, e.seq, prev.at, prev.seq)
+		}
+		prev = e
+	}
+}

@@ -1,0 +1,55 @@
+// Package sim is a deterministic discrete-event simulator of a producer
+// sending to brokers that fail, slow down or push back. It runs the real
+// code: the latency.Strategy (its cascade, fault table, isolation expiry
+// timers and detector rounds) and the send loop's step function
+// (producer.Loop, with its retries, budgets and fault updates), on a
+// latency.ManualClock that only the simulation moves. `mqfault sim` is its
+// command line.
+//
+// Start with Run (a Scenario in, a Report out), DefaultScenario or Parse
+// (YAML scenarios, see Parse for the shape), and Strategies (the built-in
+// contenders: off, v4, v5, v5+detector).
+//
+// # The model
+//
+// A run has one event queue ordered by virtual time, ties broken by the
+// order in which events were scheduled, so one seed gives one run.
+//
+//   - Senders are simulated producer threads. Each sends synchronously, one
+//     send after another, starting a send every Senders/Rate seconds, or
+//     when its previous send ends if that is later; it never catches up on
+//     sends it missed while waiting. Slow sends therefore lower the number
+//     of sends, as they would in a real producer.
+//   - A send is a producer.Loop driven by hand: Next, then Strategy.Select at
+//     the virtual now, then Start, then the attempt, whose outcome arrives as
+//     an event after its elapsed time; Finish decides the fault update
+//     (Strategy.Update) and whether to retry.
+//   - An attempt meets its broker's state at the moment it starts: up (a
+//     log-normal latency through the broker's median and p99), down
+//     (connection refused after 1 ms), blackhole (no answer: the attempt
+//     runs into its Plan.Timeout), slow (the event's latency), busy (the
+//     event's code at the event's rate), flapping (down for the first half
+//     of each period, up for the second). A broker with a capacity answers
+//     SYSTEM_BUSY (code 2) beyond it (a token bucket of 50 ms worth of
+//     sends). An answer later than the attempt's timeout is a timeout. A
+//     timeout is seen 1 ms after its deadline, as a real timer fires a
+//     little late.
+//   - Detector: for strategies with one, a round (Strategy.DetectRound) runs
+//     every DetectPeriod of virtual time while the detector switch is on.
+//     Its probes answer at once from the broker's state at that moment:
+//     down and blackhole are unreachable (a blackhole's probe returns the
+//     timeout error at once instead of waiting for it), up, slow and busy
+//     reachable; an event may force the answer (Event.Probe). Probes take
+//     no virtual time.
+//
+// Each strategy runs in its own goroutine with its own clock, brokers and
+// random sources seeded from the scenario's seed, so strategies run
+// concurrently and their results do not depend on each other.
+//
+// # Adding a strategy
+//
+// Append a Strategy to the list Strategies returns (strategy.go): a name,
+// a summary, a latency.Config and a producer.Config; set Strategy.New when the
+// latency strategy needs more than its Config and the Env's options. Then
+// rerun the golden tests with -update and review the new rows.
+package sim

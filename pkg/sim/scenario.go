@@ -1,0 +1,398 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// ErrInvalidScenario is what every scenario error matches with errors.Is.
+var ErrInvalidScenario = errors.New("sim: invalid scenario")
+
+// Limits on what a scenario may ask for, so that a typo cannot make a run
+// take hours or all memory.
+const (
+	MaxDuration    = 24 * time.Hour   // virtual time of one run
+	MaxSendTimeout = 10 * time.Minute // a send's whole budget
+	MaxLatency     = time.Hour        // a latency median or p99
+	MaxSenders     = 10000
+	MaxRate        = 1e6 // sends per second, all senders together
+	MaxSends       = 5_000_000
+	MaxBrokers     = 256
+	MaxQueues      = 1024 // per broker
+	MaxEvents      = 10000
+)
+
+// Scenario is one simulated run's world: how long it lasts, how hard the
+// producer sends, the brokers, and the faults scheduled on them. Load it from
+// YAML with Parse or LoadFile, or build it in code and check it with
+// Validate. A Scenario is read-only while a run uses it.
+type Scenario struct {
+	// Name labels the scenario in reports.
+	Name string
+	// Duration is the virtual time during which sends start. Sends in
+	// flight at the end are finished (up to SendTimeout later).
+	Duration time.Duration
+	// Seed drives every random draw (latencies, busy answers, the
+	// round-robin index). Equal seeds give equal runs.
+	Seed uint64
+	// Senders is the number of concurrent senders (producer threads).
+	Senders int
+	// Rate is the sends per second of all senders together: each sender
+	// starts a send every Senders/Rate seconds, or when its previous send
+	// ends if that is later (a sender never catches up on missed sends).
+	Rate float64
+	// SendTimeout is every send's whole budget, retries included
+	// (producer.Config.Timeout; the reference's 3 s when zero).
+	SendTimeout time.Duration
+	// Brokers are the topic's brokers.
+	Brokers []Broker
+	// Events change brokers' states for a while.
+	Events []Event
+}
+
+// Broker is one simulated broker of the topic.
+type Broker struct {
+	// Name is the broker name (letters, digits and . _ : -).
+	Name string
+	// Queues is the number of the topic's write queues on this broker.
+	Queues int
+	// Latency is how long the broker takes to answer when it is up.
+	Latency Latency
+	// Capacity is the sends per second the broker accepts (a token bucket
+	// holding Capacity/20 tokens, 50 ms worth); the excess is answered with
+	// SYSTEM_BUSY (code 2), as a flow-controlled RocketMQ broker does.
+	// Zero means unlimited.
+	Capacity float64
+}
+
+// Latency is a log-normal latency distribution given by its median and its
+// 99th percentile. P99 equal to Median makes it constant.
+type Latency struct {
+	Median time.Duration
+	P99    time.Duration
+}
+
+// State is what a broker does during an Event.
+type State string
+
+// The broker states. A broker outside every event window is up.
+const (
+	// StateUp answers after a draw of the broker's latency.
+	StateUp State = "up"
+	// StateDown refuses connections: every attempt fails after 1 ms with a
+	// transport error (connection refused).
+	StateDown State = "down"
+	// StateBlackhole never answers: every attempt runs into its timeout.
+	StateBlackhole State = "blackhole"
+	// StateSlow answers after a draw of the event's latency.
+	StateSlow State = "slow"
+	// StateBusy answers with the event's response code at the event's rate,
+	// and normally otherwise.
+	StateBusy State = "busy"
+	// StateFlapping alternates: down for the first half of every period,
+	// up for the second.
+	StateFlapping State = "flapping"
+)
+
+// eventStates lists the states an event may set, in the order error
+// messages name them.
+var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping}
+
+// Probe is what the simulated detector's probe of a broker answers. By
+// default it follows the broker's state: down and blackhole (and flapping
+// while down) are unreachable, a blackhole's probe running into its
+// timeout; up, slow and busy are reachable.
+type Probe string
+
+// The probe answers an Event may force.
+const (
+	ProbeAuto        Probe = ""            // follow the state
+	ProbeReachable   Probe = "reachable"   // the probe succeeds
+	ProbeUnreachable Probe = "unreachable" // the probe fails at once
+	ProbeTimeout     Probe = "timeout"     // the probe runs into its timeout
+)
+
+var probeAnswers = []Probe{ProbeReachable, ProbeUnreachable, ProbeTimeout}
+
+// SystemBusy is RocketMQ's SYSTEM_BUSY response code, which a broker over its
+// capacity answers and which busy events answer unless told otherwise.
+const SystemBusy = 2
+
+// Event puts a broker in a state for a while: from At to At+For of virtual
+// time. When windows of one broker overlap, the event listed last wins.
+type Event struct {
+	Broker string
+	At     time.Duration
+	For    time.Duration
+	State  State
+	// Latency is the slow state's distribution (slow only).
+	Latency Latency
+	// Rate is the share of attempts a busy broker answers with Code
+	// (busy only), in (0, 1].
+	Rate float64
+	// Code is the busy state's response code (busy only; SystemBusy when
+	// zero).
+	Code int
+	// Period is one down-then-up cycle of the flapping state (flapping
+	// only).
+	Period time.Duration
+	// Probe forces what detector probes of the broker answer during the
+	// event (for instance a broker that accepts probes but fails sends).
+	Probe Probe
+}
+
+// End returns when the event's window ends.
+func (e Event) End() time.Duration { return e.At + e.For }
+
+// FieldError says what is wrong with one field of a scenario: its path
+// (such as "events[2].state"), and, for a scenario read from YAML, the line
+// and column where it is. It matches ErrInvalidScenario.
+type FieldError struct {
+	Path   string
+	Line   int // 0 when unknown
+	Column int
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Path, e.Msg)
+	}
+	if e.Path == "" {
+		return e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+// Is makes errors.Is(err, ErrInvalidScenario) true.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidScenario }
+
+// maxErrors bounds how many field errors one validation reports.
+const maxErrors = 20
+
+// problems collects field errors.
+type problems struct {
+	errs []error
+	pos  func(path string) (line, col int) // nil when positions are unknown
+}
+
+func (p *problems) add(path, format string, args ...any) {
+	if len(p.errs) >= maxErrors {
+		return
+	}
+	fe := &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	if p.pos != nil {
+		fe.Line, fe.Column = p.pos(path)
+	}
+	p.errs = append(p.errs, fe)
+}
+
+func (p *problems) err() error { return errors.Join(p.errs...) }
+
+// Validate checks every field of s and returns nil or an error joining one
+// *FieldError per problem (errors.Is(err, ErrInvalidScenario) is true).
+func (s *Scenario) Validate() error {
+	var p problems
+	s.validate(&p)
+	return p.err()
+}
+
+func (s *Scenario) validate(p *problems) {
+	if s.Name == "" {
+		p.add("name", "missing (every scenario has a name)")
+	}
+	switch {
+	case s.Duration <= 0:
+		p.add("duration", "%s must be positive", s.Duration)
+	case s.Duration > MaxDuration:
+		p.add("duration", "%s is longer than %s", s.Duration, MaxDuration)
+	}
+	switch {
+	case s.Senders < 1:
+		p.add("senders", "%d must be at least 1", s.Senders)
+	case s.Senders > MaxSenders:
+		p.add("senders", "%d is more than %d", s.Senders, MaxSenders)
+	}
+	switch {
+	case math.IsNaN(s.Rate) || s.Rate <= 0:
+		p.add("rate", "%v must be positive (sends per second)", s.Rate)
+	case s.Rate > MaxRate:
+		p.add("rate", "%v is more than %v sends per second", s.Rate, MaxRate)
+	case s.Duration > 0 && s.Rate*s.Duration.Seconds() > MaxSends:
+		p.add("rate", "%v sends per second for %s is %.0f sends, more than %d", s.Rate, s.Duration,
+			s.Rate*s.Duration.Seconds(), MaxSends)
+	}
+	switch {
+	case s.SendTimeout < 0:
+		p.add("send_timeout", "%s must be positive", s.SendTimeout)
+	case s.SendTimeout > MaxSendTimeout:
+		p.add("send_timeout", "%s is longer than %s", s.SendTimeout, MaxSendTimeout)
+	}
+	switch {
+	case len(s.Brokers) == 0:
+		p.add("brokers", "missing (a scenario needs at least one broker)")
+	case len(s.Brokers) > MaxBrokers:
+		p.add("brokers", "%d brokers, more than %d", len(s.Brokers), MaxBrokers)
+	}
+	seen := make(map[string]int, len(s.Brokers))
+	for i, b := range s.Brokers {
+		path := fmt.Sprintf("brokers[%d]", i)
+		if msg := checkName(b.Name); msg != "" {
+			p.add(path+".name", "%s", msg)
+		} else if j, dup := seen[b.Name]; dup {
+			p.add(path+".name", "%q is also the name of brokers[%d]", b.Name, j)
+		} else {
+			seen[b.Name] = i
+		}
+		switch {
+		case b.Queues < 1:
+			p.add(path+".queues", "%d must be at least 1", b.Queues)
+		case b.Queues > MaxQueues:
+			p.add(path+".queues", "%d is more than %d", b.Queues, MaxQueues)
+		}
+		b.Latency.validate(p, path+".latency")
+		if math.IsNaN(b.Capacity) || math.IsInf(b.Capacity, 0) || b.Capacity < 0 {
+			p.add(path+".capacity", "%v must be 0 (unlimited) or a positive number of sends per second", b.Capacity)
+		}
+	}
+	if len(s.Events) > MaxEvents {
+		p.add("events", "%d events, more than %d", len(s.Events), MaxEvents)
+		return
+	}
+	for i, e := range s.Events {
+		e.validate(p, fmt.Sprintf("events[%d]", i), seen, s.Duration)
+	}
+}
+
+func checkName(name string) string {
+	if name == "" {
+		return "missing (every broker has a name)"
+	}
+	if len(name) > 64 {
+		return fmt.Sprintf("%q is longer than 64 characters", name)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r)
+		if !ok {
+			return fmt.Sprintf("%q may hold only letters, digits and . _ : -", name)
+		}
+	}
+	return ""
+}
+
+func (l Latency) validate(p *problems, path string) {
+	switch {
+	case l.Median == 0 && l.P99 == 0:
+		p.add(path, "missing (want {median: 3ms, p99: 20ms})")
+	case l.Median <= 0:
+		p.add(path+".median", "%s must be positive", l.Median)
+	case l.Median > MaxLatency:
+		p.add(path+".median", "%s is longer than %s", l.Median, MaxLatency)
+	case l.P99 < l.Median:
+		p.add(path+".p99", "%s is below the median %s", l.P99, l.Median)
+	case l.P99 > MaxLatency:
+		p.add(path+".p99", "%s is longer than %s", l.P99, MaxLatency)
+	}
+}
+
+func (e Event) validate(p *problems, path string, brokers map[string]int, duration time.Duration) {
+	if e.Broker == "" {
+		p.add(path+".broker", "missing (which broker the event happens to)")
+	} else if _, ok := brokers[e.Broker]; !ok {
+		p.add(path+".broker", "%q is not one of the scenario's brokers", e.Broker)
+	}
+	switch {
+	case e.At < 0:
+		p.add(path+".at", "%s must not be negative", e.At)
+	case e.At >= duration && duration > 0:
+		p.add(path+".at", "%s is not before the end of the scenario (%s)", e.At, duration)
+	}
+	switch {
+	case e.For <= 0:
+		p.add(path+".for", "%s must be positive", e.For)
+	case e.At >= 0 && e.At < duration && e.End() > duration:
+		p.add(path+".for", "the window %s..%s ends after the scenario (%s)", e.At, e.End(), duration)
+	}
+	known := false
+	for _, st := range eventStates {
+		known = known || e.State == st
+	}
+	if !known {
+		if e.State == "" {
+			p.add(path+".state", "missing (one of %s)", stateList())
+		} else {
+			p.add(path+".state", "%q is not one of %s", e.State, stateList())
+		}
+	}
+	if e.State == StateSlow {
+		e.Latency.validate(p, path+".latency")
+	} else if e.Latency != (Latency{}) && known {
+		p.add(path+".latency", "only a slow event has a latency, not %s", e.State)
+	}
+	if e.State == StateBusy {
+		if math.IsNaN(e.Rate) || e.Rate <= 0 || e.Rate > 1 {
+			p.add(path+".rate", "%v must be in (0, 1]: the share of attempts answered with the code", e.Rate)
+		}
+		if e.Code < 0 {
+			p.add(path+".code", "%d must be a positive response code", e.Code)
+		}
+	} else if known {
+		if e.Rate != 0 {
+			p.add(path+".rate", "only a busy event has a rate, not %s", e.State)
+		}
+		if e.Code != 0 {
+			p.add(path+".code", "only a busy event has a code, not %s", e.State)
+		}
+	}
+	if e.State == StateFlapping {
+		switch {
+		case e.Period <= 0:
+			p.add(path+".period", "%s must be positive (one down-then-up cycle)", e.Period)
+		case e.Period > e.For && e.For > 0:
+			p.add(path+".period", "%s is longer than the event (%s): it would never come back up", e.Period, e.For)
+		}
+	} else if e.Period != 0 && known {
+		p.add(path+".period", "only a flapping event has a period, not %s", e.State)
+	}
+	switch e.Probe {
+	case ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout:
+	default:
+		p.add(path+".probe", "%q is not one of %s", e.Probe, probeList())
+	}
+}
+
+func stateList() string {
+	names := make([]string, len(eventStates))
+	for i, s := range eventStates {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+func probeList() string {
+	names := make([]string, len(probeAnswers))
+	for i, s := range probeAnswers {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// sendTimeout is the budget of every send.
+func (s *Scenario) sendTimeout() time.Duration {
+	if s.SendTimeout > 0 {
+		return s.SendTimeout
+	}
+	return 3 * time.Second
+}
+
+// Queues returns the total number of queues of the scenario's brokers.
+func (s *Scenario) Queues() int {
+	n := 0
+	for _, b := range s.Brokers {
+		n += b.Queues
+	}
+	return n
+}

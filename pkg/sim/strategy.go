@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// Strategy is one contender of a run: the settings of the real
+// latency.Strategy and of the real send loop (producer.Policy) that the
+// simulated producer uses. Every strategy of a run meets the same scenario
+// with the same seed.
+type Strategy struct {
+	// Name labels the strategy in reports ("v5", "v5+detector", ...).
+	Name string
+	// Summary says in a few words what the strategy is.
+	Summary string
+	// Latency configures the latency strategy.
+	Latency latency.Config
+	// Producer configures the send loop. Its Timeout is replaced by the
+	// scenario's send_timeout.
+	Producer producer.Config
+	// New, when set, builds the latency strategy instead of
+	// latency.NewStrategy(cfg, env.Options()...), for contenders that need
+	// more collaborators (a custom fault table, an observer). It must use
+	// env's clock, and it is called once per run, on the run's goroutine.
+	New func(cfg latency.Config, env Env) (*latency.Strategy, error)
+}
+
+// Env is what the simulator gives a strategy to run in virtual time.
+type Env struct {
+	// Clock is the run's virtual clock. Isolations end through its timers,
+	// which fire as the simulation moves it.
+	Clock *latency.ManualClock
+	// Resolver knows every broker of the scenario.
+	Resolver latency.Resolver
+	// Detector answers probes at once from the broker's simulated state
+	// at the virtual moment of the probe.
+	Detector latency.ServiceDetector
+	// Random is the run's seeded random source for the fault table.
+	Random route.RandomSource
+}
+
+// Options returns the latency options that put a strategy into env: its
+// clock, resolver, service detector and random source.
+func (e Env) Options() []latency.Option {
+	return []latency.Option{
+		latency.WithClock(e.Clock),
+		latency.WithResolver(e.Resolver),
+		latency.WithServiceDetector(e.Detector),
+		latency.WithRandom(e.Random),
+	}
+}
+
+// Strategies returns the built-in contenders, in report order:
+//
+//   - off: fault tolerance off (RocketMQ 5.3.3's default): round robin that
+//     only avoids the previous attempt's broker on a retry;
+//   - v4: RocketMQ 4.9.8 with sendLatencyFaultEnable on;
+//   - v5: RocketMQ 5.3.3 with sendLatencyFaultEnable on;
+//   - v5+detector: v5 with startDetectorEnable on as well.
+//
+// Each call returns a new slice that the caller may change.
+func Strategies() []Strategy {
+	off := latency.Reference5()
+	v4 := latency.Reference4()
+	v4.FaultTolerance = true
+	v5 := latency.Reference5()
+	v5.FaultTolerance = true
+	v5d := v5
+	v5d.Detector = true
+	return []Strategy{
+		{Name: "off", Summary: "fault tolerance off: round robin, retries avoid the last broker (5.3.3 default)",
+			Latency: off, Producer: producer.Reference5()},
+		{Name: "v4", Summary: "RocketMQ 4.9.8, latency fault tolerance on",
+			Latency: v4, Producer: producer.Reference4()},
+		{Name: "v5", Summary: "RocketMQ 5.3.3, latency fault tolerance on",
+			Latency: v5, Producer: producer.Reference5()},
+		{Name: "v5+detector", Summary: "RocketMQ 5.3.3, latency fault tolerance and detector on",
+			Latency: v5d, Producer: producer.Reference5()},
+	}
+}
+
+// SelectStrategies returns the built-in strategies with the given names, in
+// the order given, or an error naming the first unknown one.
+func SelectStrategies(names ...string) ([]Strategy, error) {
+	all := Strategies()
+	out := make([]Strategy, 0, len(names))
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(s Strategy) bool { return s.Name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("sim: unknown strategy %q (known: %s)", n, strings.Join(StrategyNames(), ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// StrategyNames returns the names of the built-in strategies, in order.
+func StrategyNames() []string {
+	var names []string
+	for _, s := range Strategies() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+var (
+	errProbeRefused = errors.New("connection refused (simulated)")
+	errProbeTimeout = context.DeadlineExceeded
+)
+
+// simDetector answers probes from the brokers' states at the clock's now,
+// at once: a probe takes no virtual time, and a blackhole's probe returns
+// the timeout error instead of waiting for it (waiting would deadlock the
+// virtual clock, which only the run moves).
+type simDetector struct {
+	clock  *latency.ManualClock
+	epoch  time.Time
+	byAddr map[string]*brokerSim // read-only after setup
+}
+
+func (d *simDetector) Detect(_ context.Context, endpoint string) error {
+	b, ok := d.byAddr[endpoint]
+	if !ok {
+		return errProbeRefused
+	}
+	if err := b.probe(d.clock.Now().Sub(d.epoch).Nanoseconds()); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return &latency.ProbeError{Endpoint: endpoint, Err: err}
+	}
+	return nil
+}
+
+// lockedRand is a seeded route.RandomSource safe for concurrent use.
+type lockedRand struct {
+	mu sync.Mutex // guards r
+	r  interface {
+		Uint32() uint32
+		Int32N(int32) int32
+	}
+}
+
+func (l *lockedRand) Int32() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int32(l.r.Uint32())
+}
+
+func (l *lockedRand) Int32n(n int32) int32 {
+	if n <= 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Int32N(n)
+}
