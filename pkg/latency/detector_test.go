@@ -550,13 +550,14 @@ func TestDetectorSwitchTicks(t *testing.T) {
 }
 
 // TestDetectorLoopManualClock: with the switch on, each DetectPeriod of the
-// manual clock makes a round; turning the switch off stops them.
+// manual clock makes a round; turning the switch off stops them (the mocked
+// ticker of TestDetectorSwitchTicks proves that one deterministically).
 func TestDetectorLoopManualClock(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctrl := gomock.NewController(t)
 	r := newDetectorRig(t, ctrl, false, func(c *latency.Config) { c.Detector = true })
 	r.isolate("b", false)
-	resolved := make(chan time.Time)
+	resolved := make(chan time.Time, 8)
 	r.resolver.EXPECT().Resolve("b").DoAndReturn(func(string) (string, bool) {
 		resolved <- r.clock.Now()
 		return "addr-b", true
@@ -571,6 +572,11 @@ func TestDetectorLoopManualClock(t *testing.T) {
 	r.clock.Advance(3 * time.Second)
 	if got := ms(<-resolved); got != 6000 {
 		t.Errorf("second round at %d ms, want 6000", got)
+	}
+	// Switched off, the ticks go on but make no round (the item is due).
+	r.s.SetDetector(false)
+	for range 3 {
+		r.clock.Advance(3 * time.Second)
 	}
 	if err := r.s.Close(); err != nil {
 		t.Fatal(err)
