@@ -8,7 +8,7 @@
 // serves /metrics and the fault table (/faults) on 127.0.0.1, and ends with a
 // per-broker summary.
 //
-//	go run ./examples/customproducer                 # 13 s
+//	go run ./examples/customproducer                 # 10 s
 //	go run ./examples/customproducer -duration 30s   # longer
 //	MQFAULT_PRESET=reference5 MQFAULT_FAULT_TOLERANCE=true go run ./examples/customproducer
 package main
@@ -71,8 +71,8 @@ const (
 
 func main() {
 	opts := options{Environ: os.Environ()}
-	flag.DurationVar(&opts.Duration, "duration", 13*time.Second, "how long to send")
-	flag.DurationVar(&opts.DeadAfter, "dead-after", 2*time.Second, "when the dead broker stops accepting connections")
+	flag.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to send")
+	flag.DurationVar(&opts.DeadAfter, "dead-after", 1500*time.Millisecond, "when the dead broker stops accepting connections")
 	flag.DurationVar(&opts.SlowDelay, "slow", 800*time.Millisecond, "how long the slow broker takes to answer (550ms or more isolates it)")
 	flag.IntVar(&opts.Senders, "senders", 4, "goroutines sending")
 	flag.DurationVar(&opts.Interval, "interval", 10*time.Millisecond, "pause between two sends of one goroutine")
