@@ -218,7 +218,7 @@ func init() {
 		"clock":                {1, 1, "", "usage: clock MS", (*machine).opClock},
 		"advance":              {1, 1, "", "usage: advance MS", (*machine).opAdvance},
 		"echo":                 {0, -1, "", "", (*machine).opEcho},
-		"set":                  {2, -1, "", "usage: set retryTimes N | retryAnotherBroker true|false | timeout MS | retryCodes C...", (*machine).opSet},
+		"set":                  {1, -1, "", "usage: set retryTimes N | retryAnotherBroker true|false | timeout MS | retryCodes C...", (*machine).opSet},
 		"route":                {1, 1, "", "usage: route name:queues[:perm][:nomaster],...", (*machine).opRoute},
 		"orderroute":           {1, 1, "", "usage: orderroute broker:count;...", (*machine).opOrderRoute},
 		"index":                {1, 1, "", "usage: index N", (*machine).opIndex},
@@ -284,13 +284,30 @@ func brokerArg(s string) string {
 	return s
 }
 
+// MaxClockMillis bounds the trace clock. Fault-table times are Unix
+// nanoseconds, so the clock plus the longest isolation must stay inside int64
+// nanoseconds (the year 2262); 9e12 ms is in 2255.
+const MaxClockMillis = 9_000_000_000_000
+
+// clockTarget checks that the clock may move to ms.
+func clockTarget(ms int64) (time.Time, error) {
+	if ms > MaxClockMillis {
+		return time.Time{}, fmt.Errorf("the clock would reach %d ms, past the largest the trace supports (%d)", ms, int64(MaxClockMillis))
+	}
+	return time.UnixMilli(ms), nil
+}
+
 func (m *machine) opClock(a []string) error {
 	d, err := parseMillis(a[0])
 	if err != nil {
 		return err
 	}
-	moveBack := time.UnixMilli(0).Add(d).Before(m.clock.Now())
-	m.clock.Set(time.UnixMilli(0).Add(d))
+	t, err := clockTarget(d.Milliseconds())
+	if err != nil {
+		return err
+	}
+	moveBack := t.Before(m.clock.Now())
+	m.clock.Set(t)
 	if moveBack {
 		if t := m.strat.Table(); t != nil {
 			t.Resync()
@@ -304,6 +321,15 @@ func (m *machine) opAdvance(a []string) error {
 	if err != nil {
 		return err
 	}
+	return m.advance(d)
+}
+
+// advance moves the clock forward by d, within MaxClockMillis.
+func (m *machine) advance(d time.Duration) error {
+	now := m.clock.Now().UnixMilli()
+	if d.Milliseconds() > MaxClockMillis-now {
+		return fmt.Errorf("the clock would pass %d ms, the largest the trace supports", int64(MaxClockMillis))
+	}
 	m.clock.Advance(d)
 	return nil
 }
@@ -314,6 +340,9 @@ func (m *machine) opEcho(a []string) error {
 }
 
 func (m *machine) opSet(a []string) error {
+	if len(a) < 2 && a[0] != "retryCodes" {
+		return fmt.Errorf("set %s: missing value", a[0])
+	}
 	switch a[0] {
 	case "retryTimes":
 		if len(a) != 2 {

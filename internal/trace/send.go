@@ -122,7 +122,9 @@ func (m *machine) opSend(a []string) error {
 		if next < len(outcomes) {
 			o = outcomes[next]
 		}
-		m.clock.Advance(o.lat)
+		if err := m.advance(o.lat); err != nil {
+			return err
+		}
 		if err := m.consultTable(); err != nil {
 			return err
 		}

@@ -92,8 +92,13 @@ func NewPublishInfoFromQueues(topic string, queues []MessageQueue, opts ...Optio
 // Topic returns the topic the queues belong to.
 func (p *PublishInfo) Topic() string { return p.topic }
 
-// Len returns the number of queues.
-func (p *PublishInfo) Len() int { return len(p.queues) }
+// Len returns the number of queues (0 for a nil publish info).
+func (p *PublishInfo) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.queues)
+}
 
 // OK reports whether there is at least one queue to send to (Java ok()).
 func (p *PublishInfo) OK() bool { return len(p.queues) > 0 }
