@@ -69,8 +69,12 @@ func (b BrokerData) MasterAddr() (string, bool) {
 // belongs to, the topic's total logical queues, the mapping's epoch, and which
 // global (logical) queue ids the broker currently serves.
 type TopicQueueMappingInfo struct {
-	Topic       string
-	Scope       *string // nil: the mapping has no scope and yields no queues
+	Topic string
+	// Scope is the mapping's scope. nil is the reference's null: the mapping
+	// then yields no queues. Java's default, when route data leaves the field
+	// out, is GlobalScope, so a decoder of Java-style route data must set
+	// GlobalScope for a missing field and nil only for an explicit null.
+	Scope       *string
 	TotalQueues int
 	BrokerName  string
 	Epoch       int64
