@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"io"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -53,6 +54,41 @@ func (s shade) Plot(c draw.Canvas, plt *plot.Plot) {
 	c.FillPolygon(s.color, []vg.Point{{X: x1, Y: c.Min.Y}, {X: x2, Y: c.Min.Y}, {X: x2, Y: c.Max.Y}, {X: x1, Y: c.Max.Y}})
 }
 
+// logTicks are plot.LogTicks inside the axis' range only: gonum/plot
+// reserves room for the labels of ticks beyond it.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var in []plot.Tick
+	for _, t := range (plot.LogTicks{Prec: -1}).Ticks(lo, hi) {
+		if t.Value >= lo && t.Value <= hi {
+			in = append(in, t)
+		}
+	}
+	return in
+}
+
+// secondTicks labels the time axis every 10 s (or a coarser round step
+// for long runs), with a minor tick between labels.
+func secondTicks(seconds int) plot.ConstantTicks {
+	step := 10
+	for _, s := range []int{10, 30, 60, 300, 600, 1800, 3600} {
+		if seconds/s <= 12 {
+			step = s
+			break
+		}
+		step = s
+	}
+	var ticks plot.ConstantTicks
+	for t := 0; t <= seconds; t += step {
+		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
+		if half := t + step/2; half <= seconds {
+			ticks = append(ticks, plot.Tick{Value: float64(half)})
+		}
+	}
+	return ticks
+}
+
 // chartWidth and chartHeight are every chart's size.
 const (
 	chartWidth  = 9 * vg.Inch
@@ -66,6 +102,7 @@ func newChart(sc *Scenario, seconds int, ylabel string) *plot.Plot {
 	p.X.Label.Text = "virtual time (s)"
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, float64(seconds)
+	p.X.Tick.Marker = secondTicks(seconds)
 	p.Add(plotter.NewGrid())
 	index := map[string]int{}
 	for i, b := range sc.Brokers {
@@ -119,9 +156,9 @@ func svgOf(p *plot.Plot) (template.HTML, error) {
 // scale, in milliseconds.
 func chartP99(sc *Scenario, results []Result, colors []color.RGBA) (template.HTML, error) {
 	seconds := results[0].Series.Seconds
-	p := newChart(sc, seconds, "p99 of sends (ms, log)")
+	p := newChart(sc, seconds, "p99 ms")
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = logTicks{}
 	lo, hi := 1e18, 0.0
 	for i, r := range results {
 		var pts plotter.XYs
@@ -146,7 +183,7 @@ func chartP99(sc *Scenario, results []Result, colors []color.RGBA) (template.HTM
 
 // chartSends plots the sends started in each second for every result.
 func chartSends(sc *Scenario, results []Result) (template.HTML, error) {
-	p := newChart(sc, results[0].Series.Seconds, "sends started per second")
+	p := newChart(sc, results[0].Series.Seconds, "sends/s")
 	p.Y.Min = 0
 	for i, r := range results {
 		pts := make(plotter.XYs, 0, len(r.Series.Sends))
@@ -162,7 +199,7 @@ func chartSends(sc *Scenario, results []Result) (template.HTML, error) {
 
 // chartShare plots each broker's share of the attempts of each second.
 func chartShare(sc *Scenario, r Result) (template.HTML, error) {
-	p := newChart(sc, r.Series.Seconds, "share of attempts")
+	p := newChart(sc, r.Series.Seconds, "share")
 	p.Y.Min, p.Y.Max = 0, 1
 	for b := range r.Series.Attempts {
 		var pts plotter.XYs
@@ -298,7 +335,7 @@ in the colour of their broker.</p>
 <p>{{range .Strategies}}<span class="sw" style="background:{{.Color}}"></span>{{.Name}} {{end}}</p>
 <h3>Sends started per second</h3>
 {{.SendsAll}}
-<h3>p99 latency of the sends started in each second</h3>
+<h3>p99 latency of the sends started in each second (log scale)</h3>
 {{.P99All}}
 
 {{range .PerStrategy}}
@@ -307,7 +344,7 @@ in the colour of their broker.</p>
 <h3>Each broker's share of the attempts, per second</h3>
 <p>{{range $.Brokers}}<span class="sw" style="background:{{.Color}}"></span>{{.Name}} {{end}}</p>
 {{.Share}}
-<h3>p99 latency per second</h3>
+<h3>p99 latency per second (log scale)</h3>
 {{.P99}}
 {{end}}
 </body>

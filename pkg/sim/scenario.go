@@ -157,6 +157,8 @@ type FieldError struct {
 	Msg    string
 }
 
+// Error returns "line N: path: message", without the line when it is
+// unknown.
 func (e *FieldError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Path, e.Msg)
