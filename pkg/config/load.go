@@ -32,8 +32,10 @@ func Load(path string) (Config, error) { return LoadEnv(path, os.Environ()) }
 //  4. Validate.
 //
 // Any error is an *Error naming the knob, the value and its source (the
-// variable, or the file and line); a variable starting with MQFAULT_ that
-// names no knob is an error too, so a typo is not silently ignored.
+// variable, or the file and line). A variable starting with MQFAULT_ that
+// names no knob but is within two edits of one (MQFAULT_TIMEOUTS) is an error
+// too, so a typo is not silently ignored; others (MQFAULT_PLUGIN, the plugin
+// handshake's) are left alone.
 func LoadEnv(path string, environ []string) (Config, error) {
 	env, err := parseEnv(environ)
 	if err != nil {
@@ -189,6 +191,9 @@ func parseEnv(environ []string) (parsedEnv, error) {
 		}
 		k, ok := lookupKnob(name)
 		if !ok || key != EnvName(name) {
+			if nearest(name) == "" {
+				continue // another component's variable (MQFAULT_PLUGIN, ...), not a knob's typo
+			}
 			return parsedEnv{}, unknownVariable(key, val)
 		}
 		byKnob[k.name] = entry{knob: k, value: val, source: key}

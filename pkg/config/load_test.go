@@ -137,6 +137,7 @@ func TestLoadOrder(t *testing.T) {
 		{"environment over the file", path, []string{"MQFAULT_TIMEOUT=7s", "UNRELATED=1"}, fileOver(Reference5, 7*time.Second)},
 		{"MQFAULT_PRESET over the file's preset", path, []string{"MQFAULT_PRESET=reference4"}, fileOver(Reference4, 5*time.Second)},
 		{"MQFAULT_CONFIG names the file", "", []string{"MQFAULT_CONFIG=" + path}, fileOver(Reference5, 5*time.Second)},
+		{"another component's variable is left alone", path, []string{"MQFAULT_PLUGIN=cookie", "MQFAULT_ROUTE_PROBE=1"}, fileOver(Reference5, 5*time.Second)},
 		{"an empty variable counts as unset", path, []string{"MQFAULT_TIMEOUT=", "MQFAULT_PRESET="}, fileOver(Reference5, 5*time.Second)},
 	}
 	for _, tt := range tests {
@@ -185,7 +186,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad preset in file", "preset: fast\n", "", nil, "preset", ".yaml:1", "must be one of"},
 		{"bad preset in env", "", "", []string{"MQFAULT_PRESET=fast"}, "preset", "MQFAULT_PRESET", "must be one of"},
 		{"unknown variable", "", "", []string{"MQFAULT_TIMEOUTS=1s"}, "MQFAULT_TIMEOUTS", "", "did you mean MQFAULT_TIMEOUT?"},
-		{"lower-case variable", "", "", []string{"MQFAULT_timeout=1s"}, "MQFAULT_timeout", "", "no such variable"},
+		{"lower-case variable", "", "", []string{"MQFAULT_timeout=1s"}, "MQFAULT_timeout", "", "did you mean MQFAULT_TIMEOUT?"},
 		{"missing file", "", "/nonexistent/mqfault.yaml", nil, "", "/nonexistent/mqfault.yaml", "cannot read"},
 		{"file too large", "# " + strings.Repeat("x", MaxFileSize) + "\n", "", nil, "", ".yaml", "larger than"},
 	}
