@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/pkg/route/zonefilter"
 	"github.com/mqfault/mqfault/plugins/host"
@@ -120,48 +119,4 @@ func BenchmarkSelectWithPluginFilter(b *testing.B) {
 		b.Fatal("the plugin admits an az2 broker: its zone map is not the benchmark's")
 	}
 	benchSelect(b, benchStrategy(b, f), info)
-}
-
-// BenchmarkDetectorStart measures a detector plugin's start-up (to the end
-// of the handshake) and stop.
-func BenchmarkDetectorStart(b *testing.B) {
-	cfg := helper("tcp")
-	cfg.Logger = quiet
-	for b.Loop() {
-		d, err := host.NewDetector(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = d.Close()
-	}
-}
-
-// BenchmarkDetectRoundTrip measures one probe through a plugin, beside
-// BenchmarkDetectInProcess, the same probe by the built-in detector.
-func BenchmarkDetectRoundTrip(b *testing.B) {
-	cfg := helper("tcp")
-	cfg.Logger = quiet
-	d, err := host.NewDetector(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	benchDetect(b, d)
-}
-
-// BenchmarkDetectInProcess is the baseline of BenchmarkDetectRoundTrip.
-func BenchmarkDetectInProcess(b *testing.B) {
-	benchDetect(b, latency.TCPDetector{})
-}
-
-func benchDetect(b *testing.B, d latency.ServiceDetector) {
-	up := detectortest.ListenTCP(b)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := d.Detect(ctx, up); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

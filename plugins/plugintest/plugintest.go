@@ -1,15 +1,13 @@
 // Package plugintest builds plugin binaries for tests that run them through
-// the host, as a user would. Build in TestMain and share the binary across
-// the package's tests:
+// the host, as a user would. A plugin's own tests build it once in TestMain:
+//
+//	var bin string
 //
 //	func TestMain(m *testing.M) {
-//		dir, _ := os.MkdirTemp("", "plugins")
-//		bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
-//		...
-//		code := m.Run()
-//		os.RemoveAll(dir)
-//		os.Exit(code)
+//		plugintest.Main(m, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector", &bin)
 //	}
+//
+// Other tests call Build with a directory of their own (t.TempDir()).
 package plugintest
 
 import (
@@ -21,7 +19,31 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"testing"
+
+	"go.uber.org/goleak"
 )
+
+// Main is a TestMain for the tests of a plugin: it builds the main package
+// pkg into a temporary directory, stores the binary's path in *bin, runs the
+// tests with goleak's check for leaked goroutines, removes the directory and
+// exits with the tests' status. A failed build exits with status 1.
+func Main(m *testing.M, pkg string, bin *string) {
+	dir, err := os.MkdirTemp("", path.Base(pkg))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *bin, err = Build(dir, pkg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 // Build compiles the main package pkg (an import path of this module) into
 // dir with `go build` and returns the binary's path. It uses the go command

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -25,21 +22,7 @@ import (
 var bin string // the plugin, built by TestMain
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "grpc-health-detector")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/grpc-health-detector")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
+	plugintest.Main(m, "github.com/mqfault/mqfault/plugins/cmd/grpc-health-detector", &bin)
 }
 
 // healthServer serves grpc.health.v1 on a loopback port until the test

@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/latency/detectortest"
@@ -25,21 +22,7 @@ var bin string // the plugin, built by TestMain
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tcp-detector")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
+	plugintest.Main(m, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector", &bin)
 }
 
 func sha(t testing.TB) string {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/pkg/route/filtertest"
 	"github.com/mqfault/mqfault/pkg/route/zonefilter"
@@ -24,21 +22,7 @@ import (
 var bin string // the plugin, built by TestMain
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "zone-filter")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = plugintest.Build(dir, "github.com/mqfault/mqfault/plugins/cmd/zone-filter")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
+	plugintest.Main(m, "github.com/mqfault/mqfault/plugins/cmd/zone-filter", &bin)
 }
 
 const zonesText = `# two zones and a third
