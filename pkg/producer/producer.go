@@ -53,6 +53,9 @@ type Producer struct {
 	cancel    context.CancelFunc
 	refreshed chan struct{} // closed when the refresher returns
 	closeDone chan struct{} // closed when Close has finished
+
+	announcedMu sync.Mutex                    // guards announced
+	announced   map[string]*route.PublishInfo // the route each topic's filters were last told of
 }
 
 // Callback receives the end of an async send: the broker's answer, or an
@@ -126,7 +129,7 @@ func New(transport Transport, routes RouteSource, strat *latency.Strategy, cfg C
 		refreshed: make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
-	p.routes = newRouteCache(routes, o.routeOpts, p.evict)
+	p.routes = newRouteCache(routes, o.routeOpts, p.routesChanged)
 	if cfg.AsyncMaxInFlight > 0 {
 		p.count = semaphore.NewWeighted(int64(cfg.AsyncMaxInFlight))
 	}
@@ -170,6 +173,36 @@ func (p *Producer) refreshLoop(t latency.Ticker) {
 			if err := p.routes.refresh(p.ctx); err != nil && p.ctx.Err() == nil {
 				p.log.Warn("producer: route refresh failed; keeping the cached route", "error", err)
 			}
+		}
+	}
+}
+
+// routesChanged runs after every change of the route cache: it tells the
+// strategy's per-route filters about new and dropped routes, then evicts
+// fault items of brokers no route names.
+func (p *Producer) routesChanged(entries map[string]*routeEntry) {
+	p.announceRoutes(entries)
+	p.evict(entries)
+}
+
+// announceRoutes calls Strategy.RouteChanged for every publish info it has not
+// announced yet and Strategy.RouteRemoved for every topic that lost its route.
+func (p *Producer) announceRoutes(entries map[string]*routeEntry) {
+	p.announcedMu.Lock()
+	defer p.announcedMu.Unlock()
+	if p.announced == nil {
+		p.announced = map[string]*route.PublishInfo{}
+	}
+	for topic, e := range entries {
+		if p.announced[topic] != e.info {
+			p.strat.RouteChanged(e.info)
+			p.announced[topic] = e.info
+		}
+	}
+	for topic := range p.announced {
+		if _, ok := entries[topic]; !ok {
+			p.strat.RouteRemoved(topic)
+			delete(p.announced, topic)
 		}
 	}
 }

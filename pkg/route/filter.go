@@ -20,3 +20,21 @@ func (f QueueFilterFunc) Filter(q MessageQueue) bool { return f(q) }
 func AvoidBroker(broker string) QueueFilter {
 	return QueueFilterFunc(func(q MessageQueue) bool { return broker == "" || q.BrokerName != broker })
 }
+
+// RouteFilter is a QueueFilter that decides per route: it sees a topic's
+// whole route when the route changes (Update) and answers Filter from that
+// decision, so the pick path only reads what Update prepared. A filter that
+// prefers the brokers of one zone but admits all when none of the route is in
+// it is one. The latency strategy passes route changes on to the user filters
+// that implement it (Strategy.RouteChanged), and the producer tells the
+// strategy whenever its route cache installs or drops a route.
+//
+// Update and Remove may block for a while (a plugin's batch call); they are
+// never called on the pick path.
+type RouteFilter interface {
+	QueueFilter
+	// Update decides for info, the current route of info.Topic().
+	Update(info *PublishInfo)
+	// Remove forgets topic, whose route is gone.
+	Remove(topic string)
+}
