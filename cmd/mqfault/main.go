@@ -47,5 +47,7 @@ commands:
   sim [--scenario FILE] [--seed N] [--json] [--report FILE.html]
                                 compare fault-tolerance strategies on simulated broker faults
   trace [--mode v5|v4] FILE|-   replay a routing trace and print its decisions
+  probe --plugin PATH [--plugin-sha256 HEX] [--timeout D] ENDPOINT...
+                                ask a detector plugin whether endpoints are reachable
 `)
 }

@@ -1,0 +1,78 @@
+package wire_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/mqfault/mqfault/pkg/config"
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/plugins/host"
+	"github.com/mqfault/mqfault/plugins/plugintest"
+	mqwire "github.com/mqfault/mqfault/wire"
+)
+
+// TestNewPluginStrategy builds a strategy whose detector is the tcp-detector
+// plugin, run as a real subprocess:
+//
+//  1. brokers "up" (a live listener) and "down" (a closed port) are isolated
+//     and marked unreachable;
+//  2. one detector round through the plugin makes "up" reachable and leaves
+//     "down" unreachable;
+//  3. the cleanup stops the strategy and the plugin, leaving no goroutine
+//     (TestMain's goleak check).
+func TestNewPluginStrategy(t *testing.T) {
+	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := closed.Addr().String()
+	closed.Close()
+
+	cfg := config.DefaultConfig()
+	res := latency.StaticResolver{"up": up.Addr().String(), "down": downAddr}
+	strat, cleanup, err := mqwire.NewPluginStrategy(cfg, res, host.Config{Path: bin})
+	if err != nil {
+		t.Fatalf("NewPluginStrategy() error = %v", err)
+	}
+	defer cleanup()
+	strat.Update("up", 0, true, false)
+	strat.Update("down", 0, true, false)
+
+	rep, err := strat.DetectRound(context.Background())
+	if err != nil {
+		t.Fatalf("DetectRound() error = %v", err)
+	}
+	if rep.Probed != 2 || rep.Reachable != 1 || rep.Unreachable != 1 {
+		t.Errorf("DetectRound() = %+v, want 2 probed, 1 reachable, 1 unreachable", rep)
+	}
+	if ft := strat.FaultTolerance(); !ft.IsReachable("up") || ft.IsReachable("down") {
+		t.Errorf("after the round: up reachable = %t, down reachable = %t; want true, false", ft.IsReachable("up"), ft.IsReachable("down"))
+	}
+}
+
+// TestNewPluginStrategyChecksum shows that a pinned plugin whose binary does
+// not match is refused before it runs, with an error that says checksum, and
+// that the injector then leaves nothing behind.
+func TestNewPluginStrategyChecksum(t *testing.T) {
+	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := strings.Repeat("0", 64)
+	_, _, err = mqwire.NewPluginStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
+	if !errors.Is(err, host.ErrChecksum) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("NewPluginStrategy() with a wrong pin: error = %v, want ErrChecksum saying checksum", err)
+	}
+}
