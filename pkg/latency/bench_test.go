@@ -12,13 +12,17 @@ import (
 
 // benchRoute builds brokers x queues with every broker holding a fault item
 // (as after real traffic) and isolated of them isolated, spread evenly.
-func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int) (*Strategy, *route.PublishInfo) {
+// change, if given, adjusts the configuration.
+func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change ...func(*Config)) (*Strategy, *route.PublishInfo) {
 	b.Helper()
 	cfg := Reference5()
 	if mode == ModeV4 {
 		cfg = Reference4()
 	}
 	cfg.FaultTolerance = true
+	for _, f := range change {
+		f(&cfg)
+	}
 	s, err := NewStrategy(cfg, WithClock(NewManualClock(time.UnixMilli(1000000))))
 	if err != nil {
 		b.Fatal(err)
@@ -50,13 +54,26 @@ type selectCase struct {
 	name                      string
 	mode                      Mode
 	brokers, queues, isolated int
+	change                    []func(*Config)
+}
+
+// withPolicies is the mqfault preset's strategy (DefaultConfig) without the
+// detector, which needs a resolver and has no part in a pick.
+func withPolicies(c *Config) {
+	*c = DefaultConfig()
+	c.Detector = false
 }
 
 var selectCases = []selectCase{
-	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0},
-	{"v5/16x4/isolated=4", ModeV5, 16, 4, 4},
-	{"v5/1024x4/isolated=922", ModeV5, 1024, 4, 922},
-	{"v4/16x4/isolated=4", ModeV4, 16, 4, 4},
+	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0, nil},
+	{"v5/16x4/isolated=4", ModeV5, 16, 4, 4, nil},
+	{"v5/1024x4/isolated=922", ModeV5, 1024, 4, 922, nil},
+	{"v4/16x4/isolated=4", ModeV4, 16, 4, 4, nil},
+	// The policies on: at 4 of 16 isolated the cap (8) does not bind, at 12
+	// it keeps 4 of them in service.
+	{"v5/16x4/isolated=4/policies", ModeV5, 16, 4, 4, []func(*Config){withPolicies}},
+	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
+	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
 }
 
 // BenchmarkSelect measures one pick on one goroutine. baseline is a bare
@@ -73,7 +90,7 @@ func BenchmarkSelect(b *testing.B) {
 	})
 	for _, c := range selectCases {
 		b.Run(c.name, func(b *testing.B) {
-			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated)
+			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated, c.change...)
 			b.ReportAllocs()
 			for b.Loop() {
 				p, _ := s.Select(info, PickInfo{})
@@ -118,7 +135,7 @@ func BenchmarkSelectParallel(b *testing.B) {
 	})
 	for _, c := range selectCases {
 		b.Run(c.name, func(b *testing.B) {
-			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated)
+			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated, c.change...)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				var q route.MessageQueue
@@ -146,6 +163,20 @@ func BenchmarkUpdate(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			s.Update("broker-0003", 700*time.Millisecond, false, true)
+		}
+	})
+	b.Run("existing/policies", func(b *testing.B) {
+		s, _ := benchRoute(b, ModeV5, 16, 4, 4, withPolicies)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Update("broker-0003", 3*time.Millisecond, false, true)
+		}
+	})
+	b.Run("existing/failure/policies", func(b *testing.B) {
+		s, _ := benchRoute(b, ModeV5, 16, 4, 4, withPolicies)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Update("broker-0003", time.Millisecond, true, false)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"math"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/route"
@@ -57,6 +58,58 @@ type Config struct {
 	Durations DurationTable
 	// Filters are user filters joined into the cascade (see Strategy.Select).
 	Filters []route.QueueFilter
+
+	// The policies past the reference (DESIGN.md section 4) follow. Each is
+	// off at its zero value, as in Reference5 and Reference4, and
+	// DefaultConfig turns each on. They extend mode v5 only (a v4 strategy,
+	// which reproduces 4.9.8, ignores them), and work with the built-in
+	// fault table only (a strategy over another FaultTolerance ignores them).
+
+	// MaxIsolatedFraction caps the share of a route's brokers that picks
+	// avoid as isolated at once (Envoy's max ejection percent, counted as
+	// Envoy does: one more may be avoided while fewer than the fraction
+	// are): of a route of n brokers, at most ceil(MaxIsolatedFraction x n),
+	// so at least one (2 of 3 or of 4, 4 of 8 at one half). When the
+	// fault table isolates more, the least bad of them stay in service and
+	// count as available in the cascade's first stage: least bad means
+	// isolated for latency rather than by a failure, then a faster last
+	// send (graded by the duration table), then reachable, then the
+	// isolation ending sooner, then the lower latency, then the name
+	// (Strategy.Released lists them). A retry still prefers a broker that
+	// nothing isolates to one the cap keeps in service. The table itself,
+	// its items and its events are unchanged. 0 turns the cap off (so does
+	// 1); otherwise it is in (0, 1].
+	//
+	// The pick stays a few flag reads: the table bumps an isolation epoch
+	// whenever an isolation starts, is extended or ends, or an isolated
+	// broker's reachability changes; each route's memo keeps two views of
+	// which isolated brokers stay in service, with the epoch each was
+	// computed at. A pick compares the current view's epoch with the
+	// table's; on a change, the goroutine that wins a CAS recomputes the
+	// other view into memory allocated with the memo and publishes it,
+	// while concurrent picks use the previous one. A newly isolated broker
+	// is avoided at once (its own flag), before any recompute.
+	MaxIsolatedFraction float64
+	// IsolationBackoff lengthens the isolation of repeat offenders (Envoy
+	// and gRPC outlier detection): a broker's failure isolation is the
+	// duration table's times IsolationBackoff for every earlier failure
+	// isolation of it that successes have not yet forgiven (the level), up
+	// to MaxIsolation. A failure starts a failure isolation, and raises the
+	// level, only when the broker is not already isolated by a failure, so a
+	// burst of sends failing on one outage counts once. 0 turns it off;
+	// otherwise it is at least 1.
+	IsolationBackoff float64
+	// MaxIsolation bounds an isolation the backoff lengthened; it never
+	// shortens the duration table's own. Positive when IsolationBackoff is on.
+	MaxIsolation time.Duration
+	// BackoffDecay is how many answered sends that isolate nothing forgive
+	// one failure isolation (lower the level by one). At least 1 when
+	// IsolationBackoff is on.
+	BackoffDecay int
+	// ProbeFailures makes a failed detector probe (any error but
+	// ErrProbeInconclusive, a timeout included) mark the broker unreachable.
+	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
+	ProbeFailures bool
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -81,14 +134,32 @@ func Reference4() Config {
 	return c
 }
 
-// DefaultConfig returns the recommended settings: the 5.3.3 semantics with
-// fault tolerance and the detector on, and probes of one round run 16 at a
-// time so a round over many isolated brokers takes about one probe timeout.
+// DefaultConfig returns the recommended settings, the mqfault preset: the
+// 5.3.3 semantics with fault tolerance and the detector on, and the policies
+// past the reference turned on:
+//
+//   - DetectParallel 16: a round over many isolated brokers takes about one
+//     probe timeout per 16 brokers instead of one per broker;
+//   - MaxIsolatedFraction 0.5: at most half of a route's brokers (rounded
+//     up) are avoided at once, so a fault that hits many brokers cannot push
+//     all the traffic onto the few left;
+//   - IsolationBackoff 2, MaxIsolation 60 s, BackoffDecay 1000: a broker
+//     that fails again soon after its isolation ends is isolated 20 s, then
+//     40 s, then 60 s (the v5 table gives 10 s), and 1000 answered sends
+//     forgive one step;
+//   - ProbeFailures: a broker whose probe fails is unreachable.
+//
+// pkg/latency/POLICIES.md justifies each value with the simulator's results.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true
 	c.Detector = true
 	c.DetectParallel = 16
+	c.MaxIsolatedFraction = 0.5
+	c.IsolationBackoff = 2
+	c.MaxIsolation = 60 * time.Second
+	c.BackoffDecay = 1000
+	c.ProbeFailures = true
 	return c
 }
 
@@ -108,6 +179,9 @@ func (c Config) Validate() error {
 	case c.Mode == ModeV4 && c.Detector:
 		return &ConfigError{Field: "Detector", Value: true, Reason: "mode v4 has no detector"}
 	}
+	if err := c.validatePolicies(); err != nil {
+		return err
+	}
 	for i, f := range c.Filters {
 		if f == nil {
 			return &ConfigError{Field: "Filters", Value: i, Reason: "filter is nil"}
@@ -118,6 +192,26 @@ func (c Config) Validate() error {
 	}
 	if c.Durations != nil && nilTable(c.Durations) {
 		return &ConfigError{Field: "Durations", Value: c.Durations, Reason: "is a nil table (leave it nil for the mode's own)"}
+	}
+	return nil
+}
+
+// validatePolicies checks the policies past the reference.
+func (c Config) validatePolicies() error {
+	f, m := c.MaxIsolatedFraction, c.IsolationBackoff
+	switch {
+	case math.IsNaN(f) || f < 0 || f > 1:
+		return &ConfigError{Field: "MaxIsolatedFraction", Value: f, Reason: "must be in [0, 1] (0 turns the cap off)"}
+	case math.IsNaN(m) || math.IsInf(m, 0) || (m != 0 && m < 1):
+		return &ConfigError{Field: "IsolationBackoff", Value: m, Reason: "must be 0 (off) or a finite multiplier of at least 1"}
+	case c.MaxIsolation < 0:
+		return &ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must not be negative"}
+	case c.BackoffDecay < 0:
+		return &ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must not be negative"}
+	case m != 0 && c.MaxIsolation == 0:
+		return &ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on"}
+	case m != 0 && c.BackoffDecay == 0:
+		return &ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must be at least 1 while IsolationBackoff is on"}
 	}
 	return nil
 }

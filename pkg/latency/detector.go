@@ -15,7 +15,8 @@ import (
 // interval); a broker the resolver no longer knows is dropped; otherwise, if
 // there is a ServiceDetector, the broker's address is probed with a timeout and
 // a broker that answers becomes reachable. A failed or inconclusive probe
-// changes nothing, and isolation times are never touched.
+// changes nothing (with Config.ProbeFailures on, a failed one marks the
+// broker unreachable), and isolation times are never touched.
 //
 // The reference probes one broker after another; a Detector probes up to
 // parallel at once (1 by default), taking each item in broker-name order as a
@@ -28,6 +29,7 @@ type Detector struct {
 	interval time.Duration
 	timeout  time.Duration
 	parallel int
+	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable
 	obs      Observer
 	log      *slog.Logger
 
@@ -138,6 +140,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		c.reachable.Add(1)
 		if sl.present.Load() && !sl.reachable.Swap(true) {
 			ev.BecameReachable = true
+			if sl.isolated.Load() {
+				d.table.bump()
+			}
 		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)
@@ -145,6 +150,12 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		c.unreachable.Add(1)
 		if timedOut {
 			c.timedOut.Add(1)
+		}
+		if d.failures && sl.present.Load() && sl.reachable.Swap(false) {
+			ev.BecameUnreachable = true
+			if sl.isolated.Load() {
+				d.table.bump()
+			}
 		}
 	}
 	if d.obs != nil {

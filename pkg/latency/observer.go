@@ -50,6 +50,9 @@ type ProbeEvent struct {
 	Elapsed time.Duration
 	// BecameReachable is true when the probe turned the broker reachable.
 	BecameReachable bool
+	// BecameUnreachable is true when the failed probe turned the broker
+	// unreachable (Config.ProbeFailures).
+	BecameUnreachable bool
 }
 
 // NopObserver ignores everything; embed it to implement only some methods.

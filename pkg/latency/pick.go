@@ -99,6 +99,9 @@ type binding struct {
 	// per-binding shadows refreshed from it at each Select.
 	shadow  []*slot // per broker of the publish info
 	brokers []string
+	// cap is the isolation cap's state for this route (policy.go); nil when
+	// the cap is off or cannot bind (too few brokers).
+	cap *capState
 
 	// v4's least-bad pick answers queues that may not be in the route's
 	// list; they are made once per broker and kept here (copy on write).
@@ -169,6 +172,11 @@ func (s *Strategy) rebind(info *route.PublishInfo, gen uint64) *binding {
 	for i := range b.entries {
 		bi := info.BrokerOf(i)
 		b.entries[i] = entry{s: slots[bi], broker: int32(bi)}
+	}
+	if s.table != nil && !s.v4 {
+		if limit := capLimit(s.capFraction, len(brokers)); limit < len(brokers) {
+			b.cap = newCapState(limit, slots, &s.durations)
+		}
 	}
 	info.SetMemo(s.owner, b)
 	return b
@@ -285,6 +293,12 @@ func lastBrokerIndex(info *route.PublishInfo, last string) int32 {
 // least-bad broker in v4). With no user filters this is exactly the
 // reference's cascade.
 //
+// With the isolation cap on (Config.MaxIsolatedFraction), a broker that the
+// fault table isolates but the cap keeps in service counts as available in
+// stage (1), except that a retry (in.LastBroker set) first makes a pass for
+// a broker nothing isolates; see Config.MaxIsolatedFraction for how a pick
+// reads the cap at the cost of a few flag loads.
+//
 // Select is safe for concurrent use. With the built-in fault table it never
 // blocks and allocates nothing (the first pick on a new publish info builds
 // the strategy's per-route memo).
@@ -303,12 +317,18 @@ func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if b.shadow != nil {
 		return s.selectSlow(info, in)
 	}
+	var v *capView
+	if b.cap != nil { // capState.current, by hand: too big to inline
+		if v = b.cap.view.Load(); v.epoch.Load() != s.table.epoch.Load() {
+			v = b.cap.recompute(s.table)
+		}
+	}
 	c := newCursor(info.Index(), n)
 	p := c.first()
-	if !b.entries[p].s.isolated.Load() {
+	if e := &b.entries[p]; !e.s.isolated.Load() || v.releases(e.broker) {
 		return s.picked(info, p, StageAvailable)
 	}
-	return s.cascade5(info, b, -1, c)
+	return s.cascade5(info, b, v, -1, c)
 }
 
 // selectSlow is Select for every case but the common one.
@@ -330,16 +350,35 @@ func (s *Strategy) selectSlow(info *route.PublishInfo, in PickInfo) (Pick, bool)
 	if b.shadow != nil {
 		s.refreshAvailable(b)
 	}
-	return s.cascade5(info, b, lastBrokerIndex(info, in.LastBroker), newCursor(info.Index(), n))
+	var v *capView
+	if b.cap != nil {
+		v = b.cap.current(s.table)
+	}
+	return s.cascade5(info, b, v, lastBrokerIndex(info, in.LastBroker), newCursor(info.Index(), n))
 }
 
 // cascade5 runs v5's cascade with fault tolerance on from cursor c, which
-// may already have made its first probe (a refused one).
-func (s *Strategy) cascade5(info *route.PublishInfo, b *binding, last int32, c cursor) (Pick, bool) {
+// may already have made its first probe (a refused one). v is the isolation
+// cap's view, nil without a cap.
+func (s *Strategy) cascade5(info *route.PublishInfo, b *binding, v *capView, last int32, c cursor) (Pick, bool) {
 	n := c.n
-	for i := int(c.moved); i < n; i++ {
+	start := int(c.moved) // the fast path's refused first probe counts
+	if v != nil && last >= 0 {
+		// A retry with the isolation cap: a broker nothing isolates before
+		// one the cap keeps in service, so a retry does not go back to a
+		// broker that just failed while an untried healthy one is there.
+		for range n {
+			p := c.next()
+			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
+				c.done()
+				return s.picked(info, p, StageAvailable)
+			}
+		}
+		start = 0
+	}
+	for i := start; i < n; i++ {
 		p := c.next()
-		if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
+		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && s.admit(info, p) {
 			c.done()
 			return s.picked(info, p, StageAvailable)
 		}

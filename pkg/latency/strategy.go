@@ -26,6 +26,10 @@ type Strategy struct {
 	filters          []route.QueueFilter
 	owner            uint64 // this strategy's memo key on publish infos
 
+	// The policies past the reference (policy.go); zero when off.
+	capFraction float64  // Config.MaxIsolatedFraction
+	backoff     *backoff // nil unless Config.IsolationBackoff is on
+
 	faultOn    atomic.Bool
 	detectorOn atomic.Bool
 	durations  atomic.Pointer[durationsBox]
@@ -167,6 +171,10 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if s.table != nil && s.table.obs == nil {
 		s.table.obs = o.obs
 	}
+	if s.table != nil && mode == ModeV5 { // policy.go: v5 and the built-in table only
+		s.capFraction = cfg.MaxIsolatedFraction
+		s.backoff = newBackoff(cfg)
+	}
 	if s.table != nil && o.resolver != nil && mode == ModeV5 {
 		s.detector = &Detector{
 			table:    s.table,
@@ -176,6 +184,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 			interval: cfg.DetectInterval,
 			timeout:  cfg.DetectTimeout,
 			parallel: cfg.DetectParallel,
+			failures: cfg.ProbeFailures,
 			obs:      o.obs,
 			log:      o.log,
 		}
@@ -234,8 +243,10 @@ func (s *Strategy) IsolationLatency() time.Duration { return s.isolationLatency 
 // reference's updateFaultItem). It does nothing while fault tolerance is off.
 // Otherwise the broker is isolated for Durations().Isolation(latency), or for
 // the isolation latency's duration when isolation is true; v5 keeps
-// reachable, v4 ignores it. Safe for concurrent use; allocates nothing for a
-// known broker.
+// reachable, v4 ignores it. With Config.IsolationBackoff on, a failure's
+// isolation grows with the broker's unforgiven failure isolations (see
+// BackoffLevel), and an update that isolates nothing forgives one unit of them.
+// Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	if !s.faultOn.Load() {
 		return
@@ -246,7 +257,7 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 	}
 	d := s.durations.Load().t.Isolation(lookup)
 	if s.table != nil {
-		s.table.update(broker, latency, d, reachable, reason)
+		s.table.update(broker, latency, d, reachable, reason, s.backoff)
 		return
 	}
 	s.ft.Update(broker, latency, d, reachable)

@@ -69,6 +69,11 @@ type FaultTable struct {
 	mu    sync.Mutex                       // serializes changes to the slot map
 	slots atomic.Pointer[map[string]*slot] // copy on write
 	gen   atomic.Uint64                    // bumped whenever a slot leaves the map
+	// epoch is bumped whenever an isolation starts, is extended or ends, and
+	// when an isolated broker's reachability or failure mark changes: the
+	// isolation cap recomputes a route's view when it sees a new epoch
+	// (policy.go).
+	epoch atomic.Uint64
 	worst *route.Index
 }
 
@@ -97,6 +102,10 @@ type slot struct {
 	latency    atomic.Int64 // nanoseconds
 	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
 	checkStamp atomic.Int64 // Unix nanoseconds
+	// failed is set while the isolation was caused (or extended) by a failed
+	// send, and is written under mu; strikes is the backoff's count (policy.go).
+	failed  atomic.Bool
+	strikes atomic.Int64
 
 	table *FaultTable
 	mu    sync.Mutex // serializes isolation changes with the expiry timer
@@ -188,10 +197,16 @@ func span(now, until int64) time.Duration {
 // Update implements FaultTolerance. It allocates nothing for a broker the
 // table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
-	t.update(broker, latency, isolation, reachable, ReasonExplicit)
+	t.update(broker, latency, isolation, reachable, ReasonExplicit, nil)
 }
 
-func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason) {
+// bump moves the isolation epoch on.
+func (t *FaultTable) bump() { t.epoch.Add(1) }
+
+// update is Update with the reason the strategy knows, and the backoff
+// policy (nil when off): a failure's isolation is lengthened by it, and an
+// answer that isolates nothing forgives one unit of it.
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo *backoff) {
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
 	var until int64
@@ -202,11 +217,13 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 		isolated = s.overwrite(until, now)
 		reachable = true
 	} else if isolation > 0 {
-		now := t.now()
-		until = addNanos(now, isolation)
-		isolated = s.extend(until, now)
+		until, isolation, isolated = s.extend(t.now(), isolation, reason == ReasonFailure, bo)
+	} else if bo != nil {
+		s.forgive()
 	}
-	s.reachable.Store(reachable)
+	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
+		t.bump()
+	}
 	s.present.Store(true)
 	if isolated && t.obs != nil {
 		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
@@ -214,18 +231,30 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 	}
 }
 
-// extend isolates s until until if that is later than its current end (v5).
-func (s *slot) extend(until, now int64) bool {
+// extend isolates s for d from now if that ends later than its current
+// isolation (v5). With the backoff policy bo, a failure's d is lengthened
+// first. It returns the end it computed, the isolation it gave, and whether
+// the isolation changed.
+func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (until int64, given time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended && until <= s.until.Load() {
-		return false
+	if failure && bo != nil {
+		d = bo.failureIsolation(s, d, now)
 	}
+	until = addNanos(now, d)
+	if s.ended && until <= s.until.Load() {
+		if failure && s.isolated.Load() && !s.failed.Swap(true) {
+			s.table.bump()
+		}
+		return until, d, false
+	}
+	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
 	s.ended = true
 	s.until.Store(until)
 	s.isolated.Store(true)
 	s.arm(span(now, until))
-	return true
+	s.table.bump()
+	return until, d, true
 }
 
 // overwrite sets s's isolation end to until whatever it was (v4).
@@ -267,6 +296,9 @@ func (s *slot) expire() {
 		s.arm(span(now, u))
 	}
 	s.mu.Unlock()
+	if recovered {
+		s.table.bump()
+	}
 	if recovered && s.present.Load() && s.table.obs != nil {
 		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: time.Unix(0, now)})
 	}
@@ -281,11 +313,14 @@ func (s *slot) reset() {
 	s.isolated.Store(false)
 	s.until.Store(0)
 	s.ended = false
+	s.failed.Store(false)
 	s.mu.Unlock()
 	s.present.Store(false)
 	s.reachable.Store(true)
 	s.latency.Store(0)
 	s.checkStamp.Store(0)
+	s.strikes.Store(0)
+	s.table.bump()
 }
 
 // IsAvailable implements FaultTolerance.
@@ -307,7 +342,9 @@ func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
 	if s == nil || !s.present.Load() {
 		return false
 	}
-	s.reachable.Store(reachable)
+	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
+		t.bump()
+	}
 	return true
 }
 
@@ -452,4 +489,5 @@ func (t *FaultTable) Resync() {
 		}
 		s.mu.Unlock()
 	}
+	t.bump()
 }
