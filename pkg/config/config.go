@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// Strategy holds the knobs of the selection cascade, the fault table and
 	// the detector: mode, fault_tolerance, detector, detect_interval,
-	// detect_timeout, detect_period, detect_parallel, durations.
+	// detect_timeout, detect_period, detect_parallel, durations, and the
+	// policies past the reference: max_isolated_fraction, isolation_backoff,
+	// max_isolation, backoff_decay, probe_failures.
 	// Strategy.Filters is set in code only: it has no knob.
 	Strategy latency.Config
 	// Producer holds the knobs of the send loop: retry_times,
@@ -38,8 +40,11 @@ type Config struct {
 // Presets name the presets Preset knows, in the order they are documented.
 func Presets() []string { return []string{"default", "reference5", "reference4"} }
 
-// DefaultConfig returns the recommended settings: latency.DefaultConfig (5.3.3
-// semantics, fault tolerance and the detector on, 16 probes at a time) and
+// DefaultConfig returns the recommended settings, the mqfault preset:
+// latency.DefaultConfig (5.3.3 semantics, fault tolerance and the detector
+// on, 16 probes at a time, and the policies past the reference: at most half
+// of a route's brokers isolated at once, repeat offenders isolated twice as
+// long each time up to a minute, failed probes counted) and
 // producer.DefaultConfig (the 5.3.3 per-attempt cap on at 1 s), logging each
 // kind of event about a broker at most every 10 s, picks counted by stage.
 func DefaultConfig() Config {

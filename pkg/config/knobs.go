@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,16 @@ var knobs = []knob{
 		func(c *Config) *int { return &c.Strategy.DetectParallel }),
 	durationsKnob("durations", "Durations", "the duration table: thresholds;isolations (two comma-separated columns), or default for the mode's",
 		func(c *Config) *latency.DurationTable { return &c.Strategy.Durations }),
+	floatKnob("max_isolated_fraction", "MaxIsolatedFraction", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
+		func(c *Config) *float64 { return &c.Strategy.MaxIsolatedFraction }),
+	floatKnob("isolation_backoff", "IsolationBackoff", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)",
+		func(c *Config) *float64 { return &c.Strategy.IsolationBackoff }),
+	durationKnob("max_isolation", "MaxIsolation", "the longest isolation the backoff gives",
+		func(c *Config) *time.Duration { return &c.Strategy.MaxIsolation }),
+	intKnob("backoff_decay", "BackoffDecay", "answered sends that forgive one failure isolation of the backoff",
+		func(c *Config) *int { return &c.Strategy.BackoffDecay }),
+	boolKnob("probe_failures", "ProbeFailures", "a failed detector probe marks the broker unreachable (v5)",
+		func(c *Config) *bool { return &c.Strategy.ProbeFailures }),
 	intKnob("retry_times", "RetryTimes", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
 		func(c *Config) *int { return &c.Producer.RetryTimes }),
 	intKnob("async_retry_times", "AsyncRetryTimes", "retries of an async send (retryTimesWhenSendAsyncFailed)",
@@ -259,6 +270,23 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+func floatKnob(name, field, doc string, ptr func(*Config) *float64) knob {
+	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*floatValue)(ptr(c)) }}
+}
+
+type floatValue float64
+
+func (v *floatValue) set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("must be a number such as 0.5 or 2")
+	}
+	*v = floatValue(f)
+	return nil
+}
+
+func (v *floatValue) get() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
 
 func intKnob(name, field, doc string, ptr func(*Config) *int) knob {
 	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*intValue)(ptr(c)) }}
