@@ -66,7 +66,11 @@ func (e Env) Options() []latency.Option {
 //     only avoids the previous attempt's broker on a retry;
 //   - v4: RocketMQ 4.9.8 with sendLatencyFaultEnable on;
 //   - v5: RocketMQ 5.3.3 with sendLatencyFaultEnable on;
-//   - v5+detector: v5 with startDetectorEnable on as well.
+//   - v5+detector: v5 with startDetectorEnable on as well;
+//   - mqfault: the mqfault preset, latency.DefaultConfig and
+//     producer.DefaultConfig: v5 with the detector and the policies past the
+//     reference on (isolation cap, backoff for repeat offenders, failed
+//     probes counted, 16 probes at a time) and the 1 s per-attempt cap.
 //
 // Each call returns a new slice that the caller may change.
 func Strategies() []Strategy {
@@ -86,6 +90,8 @@ func Strategies() []Strategy {
 			Latency: v5, Producer: producer.Reference5()},
 		{Name: "v5+detector", Summary: "RocketMQ 5.3.3, latency fault tolerance and detector on",
 			Latency: v5d, Producer: producer.Reference5()},
+		{Name: "mqfault", Summary: "the mqfault preset: v5, detector, isolation cap, backoff, probe failures, 1 s per-attempt cap",
+			Latency: latency.DefaultConfig(), Producer: producer.DefaultConfig()},
 	}
 }
 
