@@ -72,9 +72,9 @@ type Config struct {
 	// so at least one (2 of 3 or of 4, 4 of 8 at one half). When the
 	// fault table isolates more, the least bad of them stay in service and
 	// count as available in the cascade's first stage: least bad means
-	// isolated for latency rather than by a failure, then a faster last
-	// send (graded by the duration table), then reachable, then the
-	// isolation ending sooner, then the lower latency, then the name
+	// isolated for latency rather than by a failure, then reachable, then a
+	// faster last send (graded by the duration table), then the isolation
+	// ending sooner, then the lower latency, then the name
 	// (Strategy.Released lists them). A retry still prefers a broker that
 	// nothing isolates to one the cap keeps in service. The table itself,
 	// its items and its events are unchanged. 0 turns the cap off (so does

@@ -250,29 +250,29 @@ type rankKey struct {
 //
 //  1. isolated by a failure before isolated for latency only: a slow broker
 //     still stores messages, a failing one does not;
-//  2. the slower last send, graded by the duration table (the isolation it
-//     gives that latency): a failure that took its whole attempt timeout (a
-//     blackhole, a wedged broker) costs the next send that time as well,
-//     while a refused connection or a SYSTEM_BUSY answer costs a
-//     millisecond and a retry;
-//  3. unreachable before reachable: a broker that a transport error or a
-//     failed probe found unreachable fails the next send too, while a
-//     flow-controlled broker is reachable and stores most sends;
+//  2. unreachable before reachable: a broker that a transport error or a
+//     failed probe found unreachable fails the next send too, while one
+//     whose probe answered since (it recovered, or it is only
+//     flow-controlled) may well store it;
+//  3. the slower last send, graded by the duration table (the isolation it
+//     gives that latency): a failure that took its whole attempt timeout
+//     (a blackhole) costs the next send that time as well, while a refused
+//     connection or a SYSTEM_BUSY answer costs a millisecond and a retry;
 //  4. the longer remaining isolation: the table's own judgement of the last
 //     outcome, repeat offenders' backoff included;
 //  5. the higher latency; then the name, so the order is total.
 //
-// The second key is what keeps a broker whose probes succeed but whose
-// sends time out (the scenario testdata/scenarios/wedged.yaml) isolated
-// rather than a broker that merely refuses connections.
+// The order was chosen with the simulator (pkg/latency/POLICIES.md):
+// putting the second key after the third kept a recovered broker, whose
+// probe answered, isolated behind brokers that were still failing.
 func worseFirst(a, b rankKey) int {
 	if c := trueFirst(a.failed, b.failed); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.slowness, a.slowness); c != 0 {
+	if c := trueFirst(a.unreachable, b.unreachable); c != 0 {
 		return c
 	}
-	if c := trueFirst(a.unreachable, b.unreachable); c != 0 {
+	if c := cmp.Compare(b.slowness, a.slowness); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(b.until, a.until); c != 0 {

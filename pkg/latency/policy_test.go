@@ -108,16 +108,16 @@ func TestIsolationCapRanking(t *testing.T) {
 			{broker: "b", latency: 700 * ms, reachable: true},
 			{broker: "c", latency: ms, failed: true},
 		}, []string{"b"}, []string{"b", "d"}},
-		{"a failure that took a whole timeout is worse than a refused connection", []outcome{
+		{"reachable before unreachable", []outcome{
 			{broker: "a", latency: ms, failed: true},
 			{broker: "b", latency: time.Second, failed: true, reachable: true},
 			{broker: "c", latency: ms, failed: true},
-		}, []string{"c"}, []string{"c", "d"}},
-		{"reachable before unreachable", []outcome{
-			{broker: "a", latency: ms, failed: true},
-			{broker: "b", latency: ms, failed: true, reachable: true},
-			{broker: "c", latency: ms, failed: true},
 		}, []string{"b"}, []string{"b", "d"}},
+		{"a failure that took a whole timeout is worse than a refused connection", []outcome{
+			{broker: "a", latency: ms, failed: true},
+			{broker: "b", latency: time.Second, failed: true},
+			{broker: "c", latency: ms, failed: true},
+		}, []string{"c"}, []string{"c", "d"}},
 		{"the isolation ending first", []outcome{
 			{broker: "c", latency: ms, failed: true},
 			{broker: "a", latency: ms, failed: true, after: ms},
