@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/producer"
@@ -38,13 +37,15 @@ func newDist(l Latency) dist {
 	return d
 }
 
-// draw returns a latency of d, at least a microsecond and at most ten times
-// MaxLatency.
-func (d dist) draw(r *rand.Rand) time.Duration {
+// at returns the latency of d at quantile u in (0, 1): exp(mu + sigma x
+// the standard normal's u-quantile), at least a microsecond and at most ten
+// times MaxLatency. It rises with u, so one u gives every distribution the
+// same rank: a slow broker's draw is the healthy one's, scaled.
+func (d dist) at(u float64) time.Duration {
 	if d.sigma == 0 {
 		return max(d.median, time.Microsecond)
 	}
-	ns := math.Exp(d.mu + d.sigma*r.NormFloat64())
+	ns := math.Exp(d.mu + d.sigma*math.Sqrt2*math.Erfinv(2*u-1))
 	switch {
 	case ns < float64(time.Microsecond) || math.IsNaN(ns):
 		return time.Microsecond
@@ -52,6 +53,36 @@ func (d dist) draw(r *rand.Rand) time.Duration {
 		return 10 * MaxLatency
 	}
 	return time.Duration(ns)
+}
+
+// draws are the random numbers one attempt meets, each uniform in (0, 1):
+// the quantile of its latency and the coin a busy broker tosses.
+type draws struct {
+	latency, busy float64
+}
+
+// attemptDraws returns the draws of attempt number attempt (from 0) of
+// sender's send number send (from 1) in a run seeded with seed. They are a
+// hash of those four numbers alone (common random numbers): every strategy
+// run on one scenario and seed meets the same draws on the same attempt of
+// the same send, whichever broker it picked, so two strategies that send
+// one attempt to equally healthy brokers see the same latency, and their
+// difference is their decisions rather than sampling noise.
+func attemptDraws(seed uint64, sender int, send uint64, attempt int) draws {
+	h := splitmix(seed, attemptStream)
+	h = splitmix(h, uint64(sender))
+	h = splitmix(h, send)
+	h = splitmix(h, uint64(attempt))
+	return draws{latency: unit(splitmix(h, 1)), busy: unit(splitmix(h, 2))}
+}
+
+// attemptStream sets the attempts' hashes apart from the other streams
+// derived from a scenario's seed.
+const attemptStream = 1 << 40
+
+// unit maps x to the open interval (0, 1), with 53 bits.
+func unit(x uint64) float64 {
+	return (float64(x>>11) + 0.5) / (1 << 53)
 }
 
 // window is one event on one broker, in virtual nanoseconds from the start.
@@ -62,17 +93,16 @@ type window struct {
 	busyErr  error
 }
 
-// brokerSim is one broker during one run: its scheduled states, its token
-// bucket and its random source. It belongs to the run's goroutine, except
-// stateAt, which only reads what never changes and may be called by
-// detector probes.
+// brokerSim is one broker during one run: its scheduled states and its
+// token bucket. It has no random source of its own: an attempt brings its
+// draws (attemptDraws). It belongs to the run's goroutine, except stateAt,
+// which only reads what never changes and may be called by detector probes.
 type brokerSim struct {
 	cfg     Broker
 	index   int
 	addr    string
 	base    dist
 	windows []window // in the scenario's order: the last active one wins
-	rng     *rand.Rand
 
 	// token bucket; rate 0 means unlimited
 	rate, burst, tokens float64
@@ -86,13 +116,12 @@ var (
 	errNoReply = errors.New("no answer before the attempt's timeout (simulated)")
 )
 
-func newBrokerSim(b Broker, index int, seed uint64, events []Event) *brokerSim {
+func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 	bs := &brokerSim{
 		cfg:   b,
 		index: index,
 		addr:  b.Name + ":10911",
 		base:  newDist(b.Latency),
-		rng:   rand.New(rand.NewPCG(splitmix(seed, 2*uint64(index)+1), splitmix(seed, 2*uint64(index)+2))),
 		rate:  b.Capacity,
 		burst: max(b.Capacity/20, 1),
 		last:  0,
@@ -167,9 +196,10 @@ func (b *brokerSim) admit(t int64) bool {
 	return true
 }
 
-// attempt is what an attempt started at t with the given timeout meets: its
-// outcome (Elapsed included), and whether the broker was not up then.
-func (b *brokerSim) attempt(t int64, timeout time.Duration) (producer.Outcome, bool) {
+// attempt is what an attempt started at t with the given timeout and draws
+// meets: its outcome (Elapsed included), and whether the broker was not up
+// then.
+func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (producer.Outcome, bool) {
 	st, w := b.stateAt(t)
 	var o producer.Outcome
 	switch st {
@@ -182,9 +212,9 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration) (producer.Outcome, b
 		if st == StateSlow {
 			d = w.slow
 		}
-		o.Elapsed = d.draw(b.rng)
+		o.Elapsed = d.at(u.latency)
 		switch {
-		case st == StateBusy && b.rng.Float64() < w.ev.Rate:
+		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Err = producer.ClassBroker, w.ev.Code, w.busyErr
 		case !b.admit(t):
 			o.Class, o.Code, o.Err = producer.ClassBroker, SystemBusy, b.errFull

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,7 +20,7 @@ func testBroker(capacity float64, events ...Event) *brokerSim {
 	for i := range events {
 		events[i].Broker = "a"
 	}
-	return newBrokerSim(b, 0, 1, events)
+	return newBrokerSim(b, 0, events)
 }
 
 func TestStateAt(t *testing.T) {
@@ -76,7 +77,7 @@ func TestAttemptOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := testBroker(0, tt.ev)
-			o, unhealthy := b.attempt(0, timeout)
+			o, unhealthy := b.attempt(0, timeout, draws{latency: 0.5, busy: 0.5})
 			if o.Class != tt.class || o.Transport != tt.kind || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy {
 				t.Errorf("attempt() = %+v, %v; want class %s, kind %s, code %d, elapsed %s, unhealthy %v",
 					o, unhealthy, tt.class, tt.kind, tt.code, tt.elapsed, tt.unhealthy)
@@ -95,7 +96,7 @@ func TestCapacity(t *testing.T) {
 	b := testBroker(100)
 	accepted := 0
 	for at := int64(0); at < 2*sec; at += sec / 1000 {
-		o, _ := b.attempt(at, time.Second)
+		o, _ := b.attempt(at, time.Second, attemptDraws(1, 0, uint64(at), 0))
 		switch {
 		case o.Class == producer.ClassAnswered:
 			accepted++
@@ -110,24 +111,74 @@ func TestCapacity(t *testing.T) {
 
 func TestLatencyDistribution(t *testing.T) {
 	d := newDist(Latency{Median: 10 * time.Millisecond, P99: 100 * time.Millisecond})
-	r := rand.New(rand.NewPCG(3, 4))
-	draws := make([]time.Duration, 100000)
-	for i := range draws {
-		draws[i] = d.draw(r)
+	lat := make([]time.Duration, 100000)
+	busy := 0
+	for i := range lat {
+		u := attemptDraws(7, i%32, uint64(i/32+1), i%3)
+		lat[i] = d.at(u.latency)
+		if u.busy < 0.4 {
+			busy++
+		}
 	}
-	slices.Sort(draws)
+	slices.Sort(lat)
 	near := func(got, want time.Duration, tol float64) bool {
 		return float64(got) > float64(want)*(1-tol) && float64(got) < float64(want)*(1+tol)
 	}
-	if got := draws[len(draws)/2]; !near(got, 10*time.Millisecond, 0.03) {
+	if got := lat[len(lat)/2]; !near(got, 10*time.Millisecond, 0.03) {
 		t.Errorf("median of draws = %s, want about 10ms", got)
 	}
-	if got := draws[len(draws)*99/100]; !near(got, 100*time.Millisecond, 0.08) {
+	if got := lat[len(lat)*99/100]; !near(got, 100*time.Millisecond, 0.08) {
 		t.Errorf("p99 of draws = %s, want about 100ms", got)
 	}
+	if got := float64(busy) / float64(len(lat)); got < 0.39 || got > 0.41 {
+		t.Errorf("share of busy draws below 0.4 = %.4f, want about 0.4", got)
+	}
+	tests := []struct {
+		u    float64
+		want time.Duration
+	}{
+		{0.5, 10 * time.Millisecond},
+		{0.99, 100 * time.Millisecond},
+		{0, time.Microsecond}, // the lower bound, not 0
+		{1, 10 * MaxLatency},  // the upper bound, not +Inf
+		{math.NaN(), time.Microsecond},
+	}
+	for _, tt := range tests {
+		if got := d.at(tt.u); !near(got, tt.want, 1e-6) {
+			t.Errorf("at(%v) = %s, want %s", tt.u, got, tt.want)
+		}
+	}
 	flat := newDist(Latency{Median: time.Millisecond, P99: time.Millisecond})
-	if got := flat.draw(r); got != time.Millisecond {
-		t.Errorf("draw of a constant distribution = %s, want 1ms", got)
+	if got := flat.at(0.999); got != time.Millisecond {
+		t.Errorf("at(0.999) of a constant distribution = %s, want 1ms", got)
+	}
+}
+
+// TestAttemptDraws checks the common random numbers: an attempt's draws
+// depend on the seed, sender, send and attempt numbers and nothing else,
+// each of the four changes them, and one quantile ranks alike in every
+// distribution.
+func TestAttemptDraws(t *testing.T) {
+	base := attemptDraws(1, 3, 10, 0)
+	if again := attemptDraws(1, 3, 10, 0); again != base {
+		t.Errorf("attemptDraws(1, 3, 10, 0) = %v then %v, want the same", base, again)
+	}
+	for _, other := range []draws{attemptDraws(2, 3, 10, 0), attemptDraws(1, 4, 10, 0), attemptDraws(1, 3, 11, 0), attemptDraws(1, 3, 10, 1)} {
+		if other.latency == base.latency || other.busy == base.busy {
+			t.Errorf("attemptDraws of another attempt = %v, want other draws than %v", other, base)
+		}
+	}
+	if base.latency <= 0 || base.latency >= 1 || base.busy <= 0 || base.busy >= 1 || base.latency == base.busy {
+		t.Errorf("attemptDraws(1, 3, 10, 0) = %v, want two distinct values in (0, 1)", base)
+	}
+	healthy := newDist(Latency{Median: 3 * time.Millisecond, P99: 20 * time.Millisecond})
+	slow := newDist(Latency{Median: 600 * time.Millisecond, P99: 2500 * time.Millisecond})
+	for _, u := range []float64{0.01, 0.3, 0.5, 0.9, 0.999} {
+		lo, hi := healthy.at(u), healthy.at(u+0.0005)
+		slo, shi := slow.at(u), slow.at(u+0.0005)
+		if lo >= hi || slo >= shi || slo <= lo {
+			t.Errorf("at(%v): healthy %s..%s, slow %s..%s; want both rising, slow above", u, lo, hi, slo, shi)
+		}
 	}
 }
 

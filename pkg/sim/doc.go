@@ -44,7 +44,12 @@
 //
 // Each strategy runs in its own goroutine with its own clock, brokers and
 // random sources seeded from the scenario's seed, so strategies run
-// concurrently and their results do not depend on each other.
+// concurrently and their results do not depend on each other. An attempt's
+// random draws (its latency quantile, a busy broker's coin) are a hash of the
+// seed, the sender, the sender's send number and the attempt number: common
+// random numbers, so strategies that make the same send to equally healthy
+// brokers meet the same latency, and their results differ by their
+// decisions, not by sampling noise.
 //
 // # Adding a strategy
 //

@@ -85,7 +85,8 @@ func (q *eventQueue) pop() event {
 // sender is one simulated producer thread.
 type sender struct {
 	loop   producer.Loop
-	start  int64 // when the current send started
+	start  int64  // when the current send started
+	sends  uint64 // sends started so far, the current one included
 	out    producer.Outcome
 	broker *brokerSim
 }
@@ -128,7 +129,7 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 	resolver := latency.StaticResolver{}
 	var queues []route.MessageQueue
 	for i, b := range sc.Brokers {
-		bs := newBrokerSim(b, i, sc.Seed, sc.Events)
+		bs := newBrokerSim(b, i, sc.Events)
 		e.brokers = append(e.brokers, bs)
 		e.byName[b.Name] = bs
 		byAddr[bs.addr] = bs
@@ -207,6 +208,7 @@ func (e *engine) run(ctx context.Context) error {
 		case evSend:
 			s := &e.senders[ev.sender]
 			s.start = e.now
+			s.sends++
 			s.loop = producer.NewLoop(e.policy, producer.KindSync, Topic, e.clock.Now())
 			e.step(int(ev.sender))
 		case evAttemptEnd:
@@ -262,7 +264,7 @@ func (e *engine) step(i int) {
 		return
 	}
 	b := e.byName[pick.Queue.BrokerName]
-	out, unhealthy := b.attempt(e.now, plan.Timeout)
+	out, unhealthy := b.attempt(e.now, plan.Timeout, attemptDraws(e.sc.Seed, i, s.sends, plan.Attempt))
 	s.out, s.broker = out, b
 	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, unhealthy)
 	e.schedule(e.now+int64(out.Elapsed), evAttemptEnd, i)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -103,6 +104,33 @@ func TestDeterminism(t *testing.T) {
 	other.Seed++
 	if json := jsonOf(t, mustRun(t, &other)); bytes.Equal(first, json) {
 		t.Error("another seed gave the same JSON, want a different run")
+	}
+}
+
+// TestCommonRandomNumbers checks that an attempt's draws follow the send,
+// not the broker: on healthy, identical brokers without capacity limits, a
+// strategy that never uses broker a meets exactly the latencies of one that
+// does, send for send, although every send of a goes elsewhere.
+func TestCommonRandomNumbers(t *testing.T) {
+	lat := Latency{Median: 3 * time.Millisecond, P99: 20 * time.Millisecond}
+	s := &Scenario{
+		Name: "crn", Duration: 5 * time.Second, Seed: 11, Senders: 8, Rate: 800, SendTimeout: 3 * time.Second,
+		Brokers: []Broker{{Name: "a", Queues: 2, Latency: lat}, {Name: "b", Queues: 2, Latency: lat}, {Name: "c", Queues: 2, Latency: lat}},
+	}
+	strats, err := SelectStrategies("v5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notA := strats[0]
+	notA.Name = "v5, never a"
+	notA.Latency.Filters = []route.QueueFilter{route.QueueFilterFunc(func(q route.MessageQueue) bool { return q.BrokerName != "a" })}
+	rep := mustRun(t, s, WithStrategies(strats[0], notA))
+	all, some := rep.Results[0], rep.Results[1]
+	if all.Brokers[0].Attempts == 0 || some.Brokers[0].Attempts != 0 {
+		t.Fatalf("attempts on broker a: %d and %d, want some, then none", all.Brokers[0].Attempts, some.Brokers[0].Attempts)
+	}
+	if all.Sends != some.Sends || all.Latency != some.Latency || !slices.Equal(all.Series.P99, some.Series.P99) {
+		t.Errorf("latencies %+v (%d sends) and %+v (%d sends), want the same draws", all.Latency, all.Sends, some.Latency, some.Sends)
 	}
 }
 
