@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/producer"
@@ -37,15 +38,15 @@ func newDist(l Latency) dist {
 	return d
 }
 
-// at returns the latency of d at quantile u in (0, 1): exp(mu + sigma x
-// the standard normal's u-quantile), at least a microsecond and at most ten
-// times MaxLatency. It rises with u, so one u gives every distribution the
-// same rank: a slow broker's draw is the healthy one's, scaled.
-func (d dist) at(u float64) time.Duration {
+// at returns the latency of d at the standard normal variate z: exp(mu +
+// sigma x z), at least a microsecond and at most ten times MaxLatency. It
+// rises with z, so one z has the same rank in every distribution: a slow
+// broker's latency for it is the healthy one's, scaled.
+func (d dist) at(z float64) time.Duration {
 	if d.sigma == 0 {
 		return max(d.median, time.Microsecond)
 	}
-	ns := math.Exp(d.mu + d.sigma*math.Sqrt2*math.Erfinv(2*u-1))
+	ns := math.Exp(d.mu + d.sigma*z)
 	switch {
 	case ns < float64(time.Microsecond) || math.IsNaN(ns):
 		return time.Microsecond
@@ -55,34 +56,52 @@ func (d dist) at(u float64) time.Duration {
 	return time.Duration(ns)
 }
 
-// draws are the random numbers one attempt meets, each uniform in (0, 1):
-// the quantile of its latency and the coin a busy broker tosses.
+// draws are the random numbers one attempt meets: a standard normal
+// variate that sets its latency, and a coin in [0, 1) that a busy broker
+// tosses.
 type draws struct {
-	latency, busy float64
+	z, busy float64
 }
 
-// attemptDraws returns the draws of attempt number attempt (from 0) of
-// sender's send number send (from 1) in a run seeded with seed. They are a
-// hash of those four numbers alone (common random numbers): every strategy
-// run on one scenario and seed meets the same draws on the same attempt of
-// the same send, whichever broker it picked, so two strategies that send
-// one attempt to equally healthy brokers see the same latency, and their
-// difference is their decisions rather than sampling noise.
-func attemptDraws(seed uint64, sender int, send uint64, attempt int) draws {
-	h := splitmix(seed, attemptStream)
-	h = splitmix(h, uint64(sender))
-	h = splitmix(h, send)
-	h = splitmix(h, uint64(attempt))
-	return draws{latency: unit(splitmix(h, 1)), busy: unit(splitmix(h, 2))}
+// attemptRand gives every attempt of a run its draws from the attempt's
+// identity alone: the seed, the sender, the sender's send number and the
+// draw number within the send, hashed (splitmix64) into the seed of a PCG
+// from which the draws are taken. The draw number is the attempt number,
+// except that an attempt that meets a down or blackholed broker draws
+// nothing (brokerSim.attempt), so the next one draws what it would have.
+//
+// These are common random numbers: every strategy run on one scenario and
+// seed meets the same draws on the same send, whichever brokers it picked,
+// so two strategies whose attempts reach equally healthy brokers see the
+// same latencies (one that first met a refused connection pays that
+// millisecond on top), and their difference is their decisions rather than
+// sampling noise. It belongs to one run's goroutine.
+type attemptRand struct {
+	src *rand.PCG
+	r   *rand.Rand
+}
+
+func newAttemptRand() *attemptRand {
+	src := rand.NewPCG(0, 0)
+	return &attemptRand{src: src, r: rand.New(src)}
 }
 
 // attemptStream sets the attempts' hashes apart from the other streams
 // derived from a scenario's seed.
 const attemptStream = 1 << 40
 
-// unit maps x to the open interval (0, 1), with 53 bits.
-func unit(x uint64) float64 {
-	return (float64(x>>11) + 0.5) / (1 << 53)
+// senderKey is the part of its attempts' key that a sender keeps for a run
+// seeded with seed.
+func senderKey(seed uint64, sender int) uint64 {
+	return splitmix(splitmix(seed, attemptStream), uint64(sender))
+}
+
+// draws returns draw number n (from 0) of send number send (from 1) of the
+// sender whose key is key. It allocates nothing.
+func (a *attemptRand) draws(key, send uint64, n int) draws {
+	h := splitmix(splitmix(key, send), uint64(n))
+	a.src.Seed(h, splitmix(h, 1))
+	return draws{z: a.r.NormFloat64(), busy: a.r.Float64()}
 }
 
 // window is one event on one broker, in virtual nanoseconds from the start.
@@ -95,7 +114,7 @@ type window struct {
 
 // brokerSim is one broker during one run: its scheduled states and its
 // token bucket. It has no random source of its own: an attempt brings its
-// draws (attemptDraws). It belongs to the run's goroutine, except stateAt,
+// draws (attemptRand). It belongs to the run's goroutine, except stateAt,
 // which only reads what never changes and may be called by detector probes.
 type brokerSim struct {
 	cfg     Broker
@@ -197,11 +216,11 @@ func (b *brokerSim) admit(t int64) bool {
 }
 
 // attempt is what an attempt started at t with the given timeout and draws
-// meets: its outcome (Elapsed included), and whether the broker was not up
-// then.
-func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (producer.Outcome, bool) {
+// meets: its outcome (Elapsed included), whether the broker was not up then,
+// and whether the attempt used its draws: a broker that is down or
+// blackholed answers without drawing anything.
+func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer.Outcome, unhealthy, drew bool) {
 	st, w := b.stateAt(t)
-	var o producer.Outcome
 	switch st {
 	case StateDown:
 		o = producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportNotSent, Err: b.errDown, Elapsed: downLatency}
@@ -212,7 +231,7 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (producer.O
 		if st == StateSlow {
 			d = w.slow
 		}
-		o.Elapsed = d.at(u.latency)
+		o.Elapsed, drew = d.at(u.z), true
 		switch {
 		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Err = producer.ClassBroker, w.ev.Code, w.busyErr
@@ -223,7 +242,7 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (producer.O
 	if o.Elapsed > timeout {
 		o = producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: b.errTimeout, Elapsed: timeout + timeoutLag}
 	}
-	return o, st != StateUp
+	return o, st != StateUp, drew
 }
 
 // probe is what a detector probe of the broker answers at t: nil when

@@ -63,24 +63,25 @@ func TestAttemptOutcomes(t *testing.T) {
 		code      int
 		elapsed   time.Duration // -1: any
 		unhealthy bool
+		drew      bool // the attempt used its draws
 	}{
-		{"up", Event{State: StateBusy, Rate: 1, At: time.Hour, For: time.Second}, producer.ClassAnswered, 0, 0, 2 * time.Millisecond, false},
-		{"down", Event{State: StateDown, For: time.Second}, producer.ClassTransport, producer.TransportNotSent, 0, time.Millisecond, true},
-		{"blackhole", Event{State: StateBlackhole, For: time.Second}, producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true},
+		{"up", Event{State: StateBusy, Rate: 1, At: time.Hour, For: time.Second}, producer.ClassAnswered, 0, 0, 2 * time.Millisecond, false, true},
+		{"down", Event{State: StateDown, For: time.Second}, producer.ClassTransport, producer.TransportNotSent, 0, time.Millisecond, true, false},
+		{"blackhole", Event{State: StateBlackhole, For: time.Second}, producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true, false},
 		{"slow past the timeout", Event{State: StateSlow, For: time.Second, Latency: Latency{time.Second, time.Second}},
-			producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true},
+			producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true, true},
 		{"slow", Event{State: StateSlow, For: time.Second, Latency: Latency{100 * time.Millisecond, 100 * time.Millisecond}},
-			producer.ClassAnswered, 0, 0, 100 * time.Millisecond, true},
-		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, producer.ClassBroker, 0, 17, 2 * time.Millisecond, true},
-		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBroker, 0, SystemBusy, 2 * time.Millisecond, true},
+			producer.ClassAnswered, 0, 0, 100 * time.Millisecond, true, true},
+		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, producer.ClassBroker, 0, 17, 2 * time.Millisecond, true, true},
+		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBroker, 0, SystemBusy, 2 * time.Millisecond, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := testBroker(0, tt.ev)
-			o, unhealthy := b.attempt(0, timeout, draws{latency: 0.5, busy: 0.5})
-			if o.Class != tt.class || o.Transport != tt.kind || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy {
-				t.Errorf("attempt() = %+v, %v; want class %s, kind %s, code %d, elapsed %s, unhealthy %v",
-					o, unhealthy, tt.class, tt.kind, tt.code, tt.elapsed, tt.unhealthy)
+			o, unhealthy, drew := b.attempt(0, timeout, draws{z: 0, busy: 0.5})
+			if o.Class != tt.class || o.Transport != tt.kind || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy || drew != tt.drew {
+				t.Errorf("attempt() = %+v, %v, %v; want class %s, kind %s, code %d, elapsed %s, unhealthy %v, drew %v",
+					o, unhealthy, drew, tt.class, tt.kind, tt.code, tt.elapsed, tt.unhealthy, tt.drew)
 			}
 			if got := producer.Classify(producer.Result{}, o.Err); o.Class != producer.ClassAnswered && (got.Class != o.Class || got.Code != o.Code || got.Transport != o.Transport) {
 				t.Errorf("Classify(attempt().Err) = %+v, want the attempt's own class %s", got, o.Class)
@@ -96,7 +97,7 @@ func TestCapacity(t *testing.T) {
 	b := testBroker(100)
 	accepted := 0
 	for at := int64(0); at < 2*sec; at += sec / 1000 {
-		o, _ := b.attempt(at, time.Second, attemptDraws(1, 0, uint64(at), 0))
+		o, _, _ := b.attempt(at, time.Second, draws{})
 		switch {
 		case o.Class == producer.ClassAnswered:
 			accepted++
@@ -111,11 +112,12 @@ func TestCapacity(t *testing.T) {
 
 func TestLatencyDistribution(t *testing.T) {
 	d := newDist(Latency{Median: 10 * time.Millisecond, P99: 100 * time.Millisecond})
+	dice := newAttemptRand()
 	lat := make([]time.Duration, 100000)
 	busy := 0
 	for i := range lat {
-		u := attemptDraws(7, i%32, uint64(i/32+1), i%3)
-		lat[i] = d.at(u.latency)
+		u := dice.draws(senderKey(7, i%32), uint64(i/32+1), i%3)
+		lat[i] = d.at(u.z)
 		if u.busy < 0.4 {
 			busy++
 		}
@@ -131,53 +133,61 @@ func TestLatencyDistribution(t *testing.T) {
 		t.Errorf("p99 of draws = %s, want about 100ms", got)
 	}
 	if got := float64(busy) / float64(len(lat)); got < 0.39 || got > 0.41 {
-		t.Errorf("share of busy draws below 0.4 = %.4f, want about 0.4", got)
+		t.Errorf("share of busy coins below 0.4 = %.4f, want about 0.4", got)
 	}
 	tests := []struct {
-		u    float64
+		z    float64
 		want time.Duration
 	}{
-		{0.5, 10 * time.Millisecond},
-		{0.99, 100 * time.Millisecond},
-		{0, time.Microsecond}, // the lower bound, not 0
-		{1, 10 * MaxLatency},  // the upper bound, not +Inf
+		{0, 10 * time.Millisecond},
+		{z99, 100 * time.Millisecond},
+		{-40, time.Microsecond}, // the lower bound
+		{40, 10 * MaxLatency},   // the upper bound
 		{math.NaN(), time.Microsecond},
 	}
 	for _, tt := range tests {
-		if got := d.at(tt.u); !near(got, tt.want, 1e-6) {
-			t.Errorf("at(%v) = %s, want %s", tt.u, got, tt.want)
+		if got := d.at(tt.z); !near(got, tt.want, 1e-6) {
+			t.Errorf("at(%v) = %s, want %s", tt.z, got, tt.want)
 		}
 	}
 	flat := newDist(Latency{Median: time.Millisecond, P99: time.Millisecond})
-	if got := flat.at(0.999); got != time.Millisecond {
-		t.Errorf("at(0.999) of a constant distribution = %s, want 1ms", got)
+	if got := flat.at(3); got != time.Millisecond {
+		t.Errorf("at(3) of a constant distribution = %s, want 1ms", got)
 	}
 }
 
 // TestAttemptDraws checks the common random numbers: an attempt's draws
-// depend on the seed, sender, send and attempt numbers and nothing else,
-// each of the four changes them, and one quantile ranks alike in every
-// distribution.
+// depend on the seed, sender, send and attempt numbers and nothing else
+// (not on the draws made before), each of the four changes them, and one
+// draw ranks alike in every distribution.
 func TestAttemptDraws(t *testing.T) {
-	base := attemptDraws(1, 3, 10, 0)
-	if again := attemptDraws(1, 3, 10, 0); again != base {
-		t.Errorf("attemptDraws(1, 3, 10, 0) = %v then %v, want the same", base, again)
+	dice := newAttemptRand()
+	base := dice.draws(senderKey(1, 3), 10, 0)
+	dice.draws(senderKey(5, 5), 5, 2) // draws in between change nothing
+	if again := newAttemptRand().draws(senderKey(1, 3), 10, 0); again != base {
+		t.Errorf("draws(1, 3, 10, 0) = %v then %v, want the same", base, again)
 	}
-	for _, other := range []draws{attemptDraws(2, 3, 10, 0), attemptDraws(1, 4, 10, 0), attemptDraws(1, 3, 11, 0), attemptDraws(1, 3, 10, 1)} {
-		if other.latency == base.latency || other.busy == base.busy {
-			t.Errorf("attemptDraws of another attempt = %v, want other draws than %v", other, base)
+	if again := dice.draws(senderKey(1, 3), 10, 0); again != base {
+		t.Errorf("draws(1, 3, 10, 0) after others = %v, want %v", again, base)
+	}
+	for _, other := range []draws{
+		dice.draws(senderKey(2, 3), 10, 0), dice.draws(senderKey(1, 4), 10, 0),
+		dice.draws(senderKey(1, 3), 11, 0), dice.draws(senderKey(1, 3), 10, 1),
+	} {
+		if other.z == base.z || other.busy == base.busy {
+			t.Errorf("draws of another attempt = %v, want other draws than %v", other, base)
 		}
 	}
-	if base.latency <= 0 || base.latency >= 1 || base.busy <= 0 || base.busy >= 1 || base.latency == base.busy {
-		t.Errorf("attemptDraws(1, 3, 10, 0) = %v, want two distinct values in (0, 1)", base)
+	if base.busy < 0 || base.busy >= 1 {
+		t.Errorf("busy coin = %v, want it in [0, 1)", base.busy)
 	}
 	healthy := newDist(Latency{Median: 3 * time.Millisecond, P99: 20 * time.Millisecond})
 	slow := newDist(Latency{Median: 600 * time.Millisecond, P99: 2500 * time.Millisecond})
-	for _, u := range []float64{0.01, 0.3, 0.5, 0.9, 0.999} {
-		lo, hi := healthy.at(u), healthy.at(u+0.0005)
-		slo, shi := slow.at(u), slow.at(u+0.0005)
+	for _, z := range []float64{-2, -0.5, 0, 1, 3} {
+		lo, hi := healthy.at(z), healthy.at(z+0.01)
+		slo, shi := slow.at(z), slow.at(z+0.01)
 		if lo >= hi || slo >= shi || slo <= lo {
-			t.Errorf("at(%v): healthy %s..%s, slow %s..%s; want both rising, slow above", u, lo, hi, slo, shi)
+			t.Errorf("at(%v): healthy %s..%s, slow %s..%s; want both rising, slow above", z, lo, hi, slo, shi)
 		}
 	}
 }

@@ -45,11 +45,12 @@
 // Each strategy runs in its own goroutine with its own clock, brokers and
 // random sources seeded from the scenario's seed, so strategies run
 // concurrently and their results do not depend on each other. An attempt's
-// random draws (its latency quantile, a busy broker's coin) are a hash of the
-// seed, the sender, the sender's send number and the attempt number: common
-// random numbers, so strategies that make the same send to equally healthy
-// brokers meet the same latency, and their results differ by their
-// decisions, not by sampling noise.
+// random draws (the normal variate of its latency, a busy broker's coin)
+// follow from a hash of the seed, the sender, the sender's send number and
+// the attempt's draw number in the send (an attempt that meets a down or
+// blackholed broker draws nothing): common random numbers, so strategies
+// that make the same send to equally healthy brokers meet the same latency,
+// and their results differ by their decisions, not by sampling noise.
 //
 // # Adding a strategy
 //

@@ -87,6 +87,8 @@ type sender struct {
 	loop   producer.Loop
 	start  int64  // when the current send started
 	sends  uint64 // sends started so far, the current one included
+	drawn  int    // draws the current send's attempts have used
+	key    uint64 // senderKey: its attempts' draws follow from it
 	out    producer.Outcome
 	broker *brokerSim
 }
@@ -102,6 +104,7 @@ type engine struct {
 	info     *route.PublishInfo
 	brokers  []*brokerSim
 	byName   map[string]*brokerSim
+	dice     *attemptRand // every attempt's draws
 	senders  []sender
 	queue    eventQueue
 	seq      uint64
@@ -123,6 +126,7 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 		spec:   spec,
 		clock:  latency.NewManualClock(Epoch),
 		byName: make(map[string]*brokerSim, len(sc.Brokers)),
+		dice:   newAttemptRand(),
 		end:    int64(sc.Duration),
 	}
 	byAddr := make(map[string]*brokerSim, len(sc.Brokers))
@@ -184,6 +188,9 @@ func (e *engine) run(ctx context.Context) error {
 	defer e.strat.Close()
 	n := e.sc.Senders
 	e.senders = make([]sender, n)
+	for i := range e.senders {
+		e.senders[i].key = senderKey(e.sc.Seed, i)
+	}
 	e.interval = int64(float64(n) / e.sc.Rate * 1e9)
 	e.interval = max(e.interval, 1)
 	for i := range n {
@@ -209,6 +216,7 @@ func (e *engine) run(ctx context.Context) error {
 			s := &e.senders[ev.sender]
 			s.start = e.now
 			s.sends++
+			s.drawn = 0
 			s.loop = producer.NewLoop(e.policy, producer.KindSync, Topic, e.clock.Now())
 			e.step(int(ev.sender))
 		case evAttemptEnd:
@@ -264,7 +272,10 @@ func (e *engine) step(i int) {
 		return
 	}
 	b := e.byName[pick.Queue.BrokerName]
-	out, unhealthy := b.attempt(e.now, plan.Timeout, attemptDraws(e.sc.Seed, i, s.sends, plan.Attempt))
+	out, unhealthy, drew := b.attempt(e.now, plan.Timeout, e.dice.draws(s.key, s.sends, s.drawn))
+	if drew {
+		s.drawn++
+	}
 	s.out, s.broker = out, b
 	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, unhealthy)
 	e.schedule(e.now+int64(out.Elapsed), evAttemptEnd, i)

@@ -41,8 +41,8 @@ events:
 		fmt.Printf("%s: %d sends, %d failed, %d first attempts failed\n", r.Name, r.Sends, r.Failed, r.FirstAttemptFailures)
 	}
 	// Output:
-	// off: 797 sends, 0 failed, 200 first attempts failed
-	// v5: 798 sends, 0 failed, 1 first attempts failed
+	// off: 797 sends, 0 failed, 250 first attempts failed
+	// v5: 797 sends, 0 failed, 1 first attempts failed
 }
 
 // ExampleParse shows the error a bad scenario gets: the field's path and
