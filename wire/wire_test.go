@@ -344,10 +344,10 @@ func TestInjectorErrors(t *testing.T) {
 	}
 }
 
-// TestReadmeListsEveryVariable keeps wire/README.md's table of environment
+// TestReadmeListsEveryVariable keeps the root README's table of environment
 // variables complete.
 func TestReadmeListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
