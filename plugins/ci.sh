@@ -8,8 +8,12 @@ cd "$(dirname "$0")/.."
 if ! command -v protoc >/dev/null; then
   echo "plugins/ci.sh: installing protobuf-compiler"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq protobuf-compiler >/dev/null
+  as_root=()
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then
+    as_root=(sudo -E)
+  fi
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" apt-get install -y -qq protobuf-compiler >/dev/null
 fi
 protoc --version
 
