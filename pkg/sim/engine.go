@@ -115,7 +115,8 @@ type engine struct {
 	active   int   // senders that will start another send
 	progress func(virtual int64)
 
-	m metrics
+	m  metrics
+	tl *timeline
 }
 
 // newEngine builds the run of spec over sc: its own clock, brokers, random
@@ -148,11 +149,13 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 	if e.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
 		return nil, err
 	}
+	e.tl = newTimeline(sc, e.clock)
 	env := Env{
 		Clock:    e.clock,
 		Resolver: resolver,
 		Detector: &simDetector{clock: e.clock, epoch: Epoch, byAddr: byAddr},
 		Random:   tableRand,
+		Observer: e.tl,
 	}
 	if spec.New != nil {
 		e.strat, err = spec.New(spec.Latency, env)
@@ -165,6 +168,7 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 	if e.strat == nil {
 		return nil, fmt.Errorf("strategy %s: New returned no strategy", spec.Name)
 	}
+	e.tl.ft = e.strat.FaultTolerance()
 	pcfg := spec.Producer
 	pcfg.Timeout = sc.sendTimeout()
 	if e.policy, err = producer.NewPolicy(pcfg, e.strat.Mode()); err != nil {
@@ -224,6 +228,7 @@ func (e *engine) run(ctx context.Context) error {
 			d := s.loop.Finish(s.out, e.strat.DetectorEnabled())
 			if u := d.Update; u.Broker != "" {
 				e.strat.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
+				e.tl.updated(e.now, s.broker.index)
 			}
 			e.step(int(ev.sender))
 		case evDetect:

@@ -33,6 +33,9 @@ type Result struct {
 	Brokers []BrokerResult
 	// Series is the run over time, one point per second of virtual time.
 	Series Series
+	// Timeline holds, per broker in the scenario's order, when the
+	// strategy's fault table held it isolated or unreachable.
+	Timeline []BrokerTimeline
 	// Wall is the real time the run took. It is the only field that differs
 	// between two runs with one seed.
 	Wall time.Duration
@@ -186,6 +189,7 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 			t := time.Now()
 			if errs[i] = e.run(ctx); errs[i] == nil {
 				rep.Results[i] = e.m.result(e.spec, sc)
+				rep.Results[i].Timeline = e.tl.result(e.now)
 				rep.Results[i].Wall = time.Since(t)
 			}
 		})

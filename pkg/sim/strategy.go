@@ -47,17 +47,27 @@ type Env struct {
 	Detector latency.ServiceDetector
 	// Random is the run's seeded random source for the fault table.
 	Random route.RandomSource
+	// Observer records the report's isolation timeline (which broker was
+	// isolated or unreachable, when). A New that gives the strategy an
+	// observer of its own joins it with this one
+	// (observe.JoinLatency(env.Observer, mine)); without it the timeline
+	// misses the isolations that end on their timers.
+	Observer latency.Observer
 }
 
 // Options returns the latency options that put a strategy into env: its
-// clock, resolver, service detector and random source.
+// clock, resolver, service detector, random source and observer.
 func (e Env) Options() []latency.Option {
-	return []latency.Option{
+	opts := []latency.Option{
 		latency.WithClock(e.Clock),
 		latency.WithResolver(e.Resolver),
 		latency.WithServiceDetector(e.Detector),
 		latency.WithRandom(e.Random),
 	}
+	if e.Observer != nil {
+		opts = append(opts, latency.WithObserver(e.Observer))
+	}
+	return opts
 }
 
 // Strategies returns the built-in contenders, in report order:
