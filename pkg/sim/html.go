@@ -1,218 +1,32 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"image/color"
 	"io"
-	"strconv"
+	"math"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
-
-// palette holds the line colours of brokers and strategies (colour-blind
-// safe, after Okabe and Ito).
-var palette = []color.RGBA{
-	{0x00, 0x72, 0xB2, 0xff}, // blue
-	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
-	{0x00, 0x9E, 0x73, 0xff}, // bluish green
-	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
-	{0xE6, 0x9F, 0x00, 0xff}, // orange
-	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
-	{0x00, 0x00, 0x00, 0xff}, // black
-	{0xF0, 0xE4, 0x42, 0xff}, // yellow
-}
-
-func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
 
 func cssColor(c color.RGBA) template.CSS {
 	return template.CSS(fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B))
 }
 
-// shade is a plotter that fills a fault window across the whole height of
-// a plot.
-type shade struct {
-	from, to float64
-	color    color.Color
+// perSecond is a chart of one count per second, a line per strategy.
+// Adding a per-second series to the report is one more entry here, with its
+// slice in Series and its counter in metrics.
+type perSecond struct {
+	title, ylabel string
+	of            func(*Series) []int64
 }
 
-func (s shade) Plot(c draw.Canvas, plt *plot.Plot) {
-	trX, _ := plt.Transforms(&c)
-	x1, x2 := trX(s.from), trX(s.to)
-	x1, x2 = max(x1, c.Min.X), min(x2, c.Max.X)
-	if x2 <= x1 {
-		return
-	}
-	c.FillPolygon(s.color, []vg.Point{{X: x1, Y: c.Min.Y}, {X: x2, Y: c.Min.Y}, {X: x2, Y: c.Max.Y}, {X: x1, Y: c.Max.Y}})
-}
-
-// logTicks are plot.LogTicks inside the axis' range only: gonum/plot
-// reserves room for the labels of ticks beyond it.
-type logTicks struct{}
-
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	var in []plot.Tick
-	for _, t := range (plot.LogTicks{Prec: -1}).Ticks(lo, hi) {
-		if t.Value >= lo && t.Value <= hi {
-			in = append(in, t)
-		}
-	}
-	return in
-}
-
-// secondTicks labels the time axis every 10 s (or a coarser round step
-// for long runs), with a minor tick between labels.
-func secondTicks(seconds int) plot.ConstantTicks {
-	step := 10
-	for _, s := range []int{10, 30, 60, 300, 600, 1800, 3600} {
-		if seconds/s <= 12 {
-			step = s
-			break
-		}
-		step = s
-	}
-	var ticks plot.ConstantTicks
-	for t := 0; t <= seconds; t += step {
-		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
-		if half := t + step/2; half <= seconds {
-			ticks = append(ticks, plot.Tick{Value: float64(half)})
-		}
-	}
-	return ticks
-}
-
-// chartWidth and chartHeight are every chart's size.
-const (
-	chartWidth  = 9 * vg.Inch
-	chartHeight = 2.6 * vg.Inch
-)
-
-// newChart makes a plot over the run's seconds with the scenario's fault
-// windows shaded in their broker's colour.
-func newChart(sc *Scenario, seconds int, ylabel string) *plot.Plot {
-	p := plot.New()
-	p.X.Label.Text = "virtual time (s)"
-	p.Y.Label.Text = ylabel
-	p.X.Min, p.X.Max = 0, float64(seconds)
-	p.X.Tick.Marker = secondTicks(seconds)
-	p.Add(plotter.NewGrid())
-	index := map[string]int{}
-	for i, b := range sc.Brokers {
-		index[b.Name] = i
-	}
-	for _, e := range sc.Events {
-		c := colorOf(index[e.Broker])
-		p.Add(shade{from: e.At.Seconds(), to: e.End().Seconds(), color: color.NRGBA{R: c.R, G: c.G, B: c.B, A: 0x38}})
-	}
-	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label} {
-		st.Font.Typeface, st.Font.Variant = sans.Typeface, sans.Variant
-	}
-	return p
-}
-
-// addLine adds a line through pts (nothing when pts is empty).
-func addLine(p *plot.Plot, pts plotter.XYs, c color.Color) error {
-	if len(pts) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(pts)
-	if err != nil {
-		return err
-	}
-	l.Color = c
-	l.Width = vg.Points(1.2)
-	p.Add(l)
-	return nil
-}
-
-// svgOf renders p as an SVG element for inlining in HTML.
-func svgOf(p *plot.Plot) (template.HTML, error) {
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	s := buf.String()
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:] // drop the XML declaration
-	}
-	// Liberation Sans is what the plot measured text with; most systems have
-	// a sans-serif of similar metrics when it is missing.
-	s = strings.ReplaceAll(s, "font-family:Liberation Sans;", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")
-	return template.HTML(s), nil //nolint:gosec // produced by vgsvg from our own data
-}
-
-// chartP99 plots the p99 of each second for the given results, on a log
-// scale, in milliseconds.
-func chartP99(sc *Scenario, results []Result, colors []color.RGBA) (template.HTML, error) {
-	seconds := results[0].Series.Seconds
-	p := newChart(sc, seconds, "p99 ms")
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = logTicks{}
-	lo, hi := 1e18, 0.0
-	for i, r := range results {
-		var pts plotter.XYs
-		for s, d := range r.Series.P99 {
-			if d <= 0 {
-				continue
-			}
-			v := ms(d)
-			lo, hi = min(lo, v), max(hi, v)
-			pts = append(pts, plotter.XY{X: float64(s) + 0.5, Y: v})
-		}
-		if err := addLine(p, pts, colors[i]); err != nil {
-			return "", err
-		}
-	}
-	if hi == 0 {
-		lo, hi = 1, 10
-	}
-	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
-	return svgOf(p)
-}
-
-// chartSends plots the sends started in each second for every result.
-func chartSends(sc *Scenario, results []Result) (template.HTML, error) {
-	p := newChart(sc, results[0].Series.Seconds, "sends/s")
-	p.Y.Min = 0
-	for i, r := range results {
-		pts := make(plotter.XYs, 0, len(r.Series.Sends))
-		for s, n := range r.Series.Sends {
-			pts = append(pts, plotter.XY{X: float64(s) + 0.5, Y: float64(n)})
-		}
-		if err := addLine(p, pts, colorOf(i)); err != nil {
-			return "", err
-		}
-	}
-	return svgOf(p)
-}
-
-// chartShare plots each broker's share of the attempts of each second.
-func chartShare(sc *Scenario, r Result) (template.HTML, error) {
-	p := newChart(sc, r.Series.Seconds, "share")
-	p.Y.Min, p.Y.Max = 0, 1
-	for b := range r.Series.Attempts {
-		var pts plotter.XYs
-		for s := range r.Series.Seconds {
-			if v, ok := r.Series.Share(b, s); ok {
-				pts = append(pts, plotter.XY{X: float64(s) + 0.5, Y: v})
-			}
-		}
-		if err := addLine(p, pts, colorOf(b)); err != nil {
-			return "", err
-		}
-	}
-	return svgOf(p)
+var perSecondCharts = []perSecond{
+	{"Sends started per second", "sends/s", func(s *Series) []int64 { return s.Sends }},
+	{"Failed sends per second (counted in the second they started)", "failed sends/s", func(s *Series) []int64 { return s.Failed }},
 }
 
 type htmlSwatch struct {
@@ -226,14 +40,24 @@ type htmlRow struct {
 	P50, P99, P999, Max, Unhealthy                 string
 }
 
-type htmlStrategy struct {
-	Name, Summary string
-	Share, P99    template.HTML
-}
-
 type htmlEvent struct {
 	Broker, Window, What string
 	Color                template.CSS
+}
+
+// htmlChart is one chart of the page: its title, legend and notes, and the
+// SVG (filled in by alignCharts).
+type htmlChart struct {
+	Title  string
+	Legend []legendEntry
+	Notes  []string
+	SVG    template.HTML
+	chart  *chart
+}
+
+type htmlStrategy struct {
+	Name, Summary        string
+	Timeline, Share, P99 *htmlChart
 }
 
 type htmlPage struct {
@@ -241,18 +65,21 @@ type htmlPage struct {
 	Summary     string
 	Events      []htmlEvent
 	Rows        []htmlRow
-	Strategies  []htmlSwatch
 	Brokers     []htmlSwatch
-	P99All      template.HTML
-	SendsAll    template.HTML
+	Faults      *htmlChart
+	All         []*htmlChart
 	PerStrategy []htmlStrategy
 }
 
 // WriteHTML writes the report as one self-contained HTML page (no script,
-// no external resource): the scenario, the table, and charts drawn with
-// gonum/plot as inline SVG: sends and p99 per second for every strategy,
-// then per strategy each broker's share of the attempts and the p99, with
-// fault windows shaded in their broker's colour.
+// no external resource): the scenario and its fault windows, the table, and
+// charts drawn with gonum/plot as inline SVG, every one on one time axis
+// whose data areas line up: the fault windows, one lane per broker; sends,
+// failed sends and p99 per second for every strategy, a line each (a line
+// identical to an earlier one dashed over it and named so in the legend);
+// then per strategy its isolation timeline (a lane per broker: isolated,
+// released, unreachable), each broker's share of the attempts, stacked, and
+// the p99. Line charts shade the union of the fault windows in grey.
 func (r *Report) WriteHTML(w io.Writer) error {
 	sc := r.Scenario
 	if sc == nil || len(r.Results) == 0 {
@@ -268,10 +95,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		page.Events = append(page.Events, htmlEvent{Broker: e.Broker, Window: fmtSec(e.At) + " – " + fmtSec(e.End()),
 			What: e.describe(), Color: cssColor(colorOf(index[e.Broker]))})
 	}
-	colors := make([]color.RGBA, len(r.Results))
-	for i, res := range r.Results {
-		colors[i] = colorOf(i)
-		page.Strategies = append(page.Strategies, htmlSwatch{Name: res.Name, Color: cssColor(colors[i])})
+	for _, res := range r.Results {
 		page.Rows = append(page.Rows, htmlRow{
 			Name: res.Name, Summary: res.Summary, Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
@@ -279,74 +103,376 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
 		})
 	}
-	var err error
-	if page.P99All, err = chartP99(sc, r.Results, colors); err != nil {
-		return err
+	seconds := r.Results[0].Series.Seconds
+	var charts []*htmlChart
+	page.Faults = faultChart(sc, seconds)
+	if page.Faults != nil {
+		charts = append(charts, page.Faults)
 	}
-	if page.SendsAll, err = chartSends(sc, r.Results); err != nil {
-		return err
-	}
-	for _, res := range r.Results {
-		hs := htmlStrategy{Name: res.Name, Summary: res.Summary}
-		if hs.Share, err = chartShare(sc, res); err != nil {
+	for _, ps := range perSecondCharts {
+		lines := make([]line, len(r.Results))
+		for i, res := range r.Results {
+			counts := ps.of(&res.Series)
+			ys := make([]float64, len(counts))
+			for s, n := range counts {
+				ys[s] = float64(n)
+			}
+			lines[i] = line{name: res.Name, color: colorOf(i), ys: ys}
+		}
+		hc, err := countChart(sc, seconds, ps, lines)
+		if err != nil {
 			return err
 		}
-		if hs.P99, err = chartP99(sc, []Result{res}, []color.RGBA{colorOf(6)}); err != nil {
+		page.All = append(page.All, hc)
+	}
+	p99, err := p99Chart(sc, seconds, "p99 latency of the sends started in each second (log scale)", r.Results, nil)
+	if err != nil {
+		return err
+	}
+	page.All = append(page.All, p99)
+	charts = append(charts, page.All...)
+	for _, res := range r.Results {
+		hs := htmlStrategy{Name: res.Name, Summary: res.Summary, Timeline: timelineChart(sc, seconds, &res)}
+		hs.Share = shareChart(sc, &res)
+		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []Result{res}, []color.RGBA{colorOf(6)}); err != nil {
 			return err
 		}
 		page.PerStrategy = append(page.PerStrategy, hs)
+		charts = append(charts, hs.Timeline, hs.Share, hs.P99)
+	}
+	var drawn []*htmlChart
+	var plots []*chart
+	for _, c := range charts {
+		if c.chart != nil {
+			drawn = append(drawn, c)
+			plots = append(plots, c.chart)
+		}
+	}
+	svgs, err := alignCharts(plots)
+	if err != nil {
+		return err
+	}
+	for i, c := range drawn {
+		c.SVG = svgs[i]
 	}
 	return htmlTemplate.Execute(w, page)
+}
+
+// countChart draws a per-second count, a line per strategy, from zero.
+func countChart(sc *Scenario, seconds int, ps perSecond, lines []line) (*htmlChart, error) {
+	p := newLineChart(sc, seconds, ps.ylabel)
+	p.Y.Min, p.Y.Max = 0, 1
+	for _, l := range lines {
+		for _, y := range l.ys {
+			p.Y.Max = max(p.Y.Max, y*1.05)
+		}
+	}
+	legend, err := addLines(p, lines)
+	if err != nil {
+		return nil, err
+	}
+	return &htmlChart{Title: ps.title, Legend: legend, chart: &chart{p: p, h: lineHeight}}, nil
+}
+
+// p99Chart plots the p99 of each second for the given results, on a log
+// scale, in milliseconds; colors default to the strategies' colours.
+func p99Chart(sc *Scenario, seconds int, title string, results []Result, colors []color.RGBA) (*htmlChart, error) {
+	p := newLineChart(sc, seconds, "p99 ms")
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = logTicks{}
+	lo, hi := math.Inf(1), 0.0
+	lines := make([]line, len(results))
+	for i, r := range results {
+		ys := make([]float64, len(r.Series.P99))
+		for s, d := range r.Series.P99 {
+			ys[s] = math.NaN()
+			if d > 0 {
+				ys[s] = ms(d)
+				lo, hi = min(lo, ys[s]), max(hi, ys[s])
+			}
+		}
+		c := colorOf(i)
+		if colors != nil {
+			c = colors[i]
+		}
+		lines[i] = line{name: r.Name, color: c, ys: ys}
+	}
+	if hi == 0 {
+		lo, hi = 1, 10
+	}
+	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	legend, err := addLines(p, lines)
+	if err != nil {
+		return nil, err
+	}
+	hc := &htmlChart{Title: title, chart: &chart{p: p, h: lineHeight}}
+	if len(results) > 1 {
+		hc.Legend = legend
+	}
+	return hc, nil
+}
+
+// shareChart stacks each broker's share of the attempts of each second.
+func shareChart(sc *Scenario, r *Result) *htmlChart {
+	p := newLineChart(sc, r.Series.Seconds, "share of attempts")
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(stack{series: &r.Series, colors: palette})
+	return &htmlChart{Title: "Each broker's share of the attempts, per second (stacked, in the order of the legend from the bottom)",
+		chart: &chart{p: p, h: lineHeight}}
+}
+
+// faultChart draws the scenario's fault windows, a lane per broker that has
+// one, in the broker's colour (flapping: solid while down, pale while up).
+// A window over an earlier one of the same broker is drawn over it, as the
+// later window wins in the simulation. Nil when there are none.
+func faultChart(sc *Scenario, seconds int) *htmlChart {
+	var names []string
+	lane := map[string]int{}
+	for _, b := range sc.Brokers {
+		for _, e := range sc.Events {
+			if e.Broker == b.Name {
+				lane[b.Name] = len(names)
+				names = append(names, b.Name)
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	index := map[string]int{}
+	for i, b := range sc.Brokers {
+		index[b.Name] = i
+	}
+	var notes []string
+	if len(names) > maxLanes {
+		notes = append(notes, fmt.Sprintf("%d brokers have fault windows; the first %d are drawn.", len(names), maxLanes))
+		names = names[:maxLanes]
+	}
+	ch := newLaneChart(seconds, names)
+	bars := laneBars{style: ch.p.Y.Tick.Label}
+	for _, e := range sc.Events {
+		l, ok := lane[e.Broker]
+		if !ok || l >= len(names) {
+			continue
+		}
+		c := colorOf(index[e.Broker])
+		from, to := secs(e.At), secs(e.End())
+		if e.State != StateFlapping {
+			bars.bars = append(bars.bars, laneBar{lane: l, lanes: len(names), from: from, to: to, lo: 0.1, hi: 0.9, color: c,
+				label: string(e.State), labelColor: textOn(c)})
+			continue
+		}
+		pale := color.RGBA{R: blend(c.R), G: blend(c.G), B: blend(c.B), A: 0xff}
+		bars.bars = append(bars.bars, laneBar{lane: l, lanes: len(names), from: from, to: to, lo: 0.1, hi: 0.9, color: pale})
+		half := e.Period / 2
+		for t := e.At; t < e.End(); t += e.Period {
+			bars.bars = append(bars.bars, laneBar{lane: l, lanes: len(names), from: secs(t), to: secs(min(t+half, e.End())), lo: 0.1, hi: 0.9, color: c})
+		}
+	}
+	ch.p.Add(bars)
+	return &htmlChart{Title: "Fault windows, a lane per broker", Notes: notes, chart: ch}
+}
+
+// blend pales a colour channel towards white.
+func blend(v uint8) uint8 { return uint8(255 - (255-int(v))*35/100) }
+
+// timelineChart draws what the strategy's fault table held: a lane per
+// broker that had a fault window, an isolation or an unreachable mark.
+func timelineChart(sc *Scenario, seconds int, r *Result) *htmlChart {
+	faulted := map[string]bool{}
+	for _, e := range sc.Events {
+		faulted[e.Broker] = true
+	}
+	var shown []int
+	var quiet []string
+	for i, tl := range r.Timeline {
+		if faulted[tl.Name] || len(tl.Isolated) > 0 || len(tl.Unreachable) > 0 {
+			shown = append(shown, i)
+		} else {
+			quiet = append(quiet, tl.Name)
+		}
+	}
+	var notes []string
+	if len(shown) > maxLanes {
+		var left []string
+		for _, i := range shown[maxLanes:] {
+			left = append(left, r.Timeline[i].Name)
+		}
+		notes = append(notes, fmt.Sprintf("%d more brokers not drawn: %s.", len(left), nameList(left)))
+		shown = shown[:maxLanes]
+	}
+	if len(shown) == 0 {
+		notes = append(notes, "No broker had a fault window, an isolation or an unreachable mark.")
+		return &htmlChart{Title: "Isolation timeline", Notes: notes}
+	}
+	names := make([]string, len(shown))
+	for l, i := range shown {
+		names[l] = r.Timeline[i].Name
+	}
+	ch := newLaneChart(seconds, names)
+	n := len(names)
+	bars := laneBars{style: ch.p.Y.Tick.Label}
+	marks := releaseMarks{lanes: n}
+	for l, i := range shown {
+		tl := &r.Timeline[i]
+		for _, e := range sc.Events {
+			if e.Broker == tl.Name {
+				bars.bars = append(bars.bars, laneBar{lane: l, lanes: n, from: secs(e.At), to: secs(e.End()), lo: 0, hi: 1, color: laneFault})
+			}
+		}
+		for _, s := range tl.Isolated {
+			bars.bars = append(bars.bars, laneBar{lane: l, lanes: n, from: secs(s.From), to: secs(s.To), lo: 0.5, hi: 0.9, color: isolatedColor})
+		}
+		for _, at := range releases(tl, seconds) {
+			marks.marks = append(marks.marks, laneBar{lane: l, from: at, lo: 0.45, hi: 0.95})
+		}
+		for _, s := range tl.Unreachable {
+			bars.bars = append(bars.bars, laneBar{lane: l, lanes: n, from: secs(s.From), to: secs(s.To), lo: 0.1, hi: 0.42, color: unreachableCol})
+		}
+	}
+	ch.p.Add(bars, marks)
+	var never []string
+	for _, i := range shown {
+		if tl := &r.Timeline[i]; len(tl.Isolated) > 0 || len(tl.Unreachable) > 0 {
+			notes = append(notes, timelineNote(tl))
+		} else {
+			never = append(never, tl.Name)
+		}
+	}
+	never = append(never, quiet...)
+	switch {
+	case len(never) == len(r.Timeline):
+		notes = append(notes, "No broker was ever isolated or unreachable.")
+	case len(never) > 0:
+		notes = append(notes, "Never isolated nor unreachable: "+nameList(never)+".")
+	}
+	return &htmlChart{Title: "Isolation timeline: when the fault table held each broker isolated or unreachable", Notes: notes, chart: ch}
+}
+
+// releases returns the times, in seconds, of the releases worth a mark:
+// those another isolation follows too closely for the gap to show (within
+// 0.3% of the axis), at most one per 0.6% of the axis, so back-to-back
+// isolations read apart and a lane of hundreds does not turn into a black
+// bar.
+func releases(tl *BrokerTimeline, seconds int) []float64 {
+	gap, spacing := 0.003*float64(seconds), 0.006*float64(seconds)
+	var out []float64
+	last := math.Inf(-1)
+	for k, s := range tl.Isolated {
+		if k == len(tl.Isolated)-1 {
+			break // the last one is released into a visible gap, or never
+		}
+		at := secs(s.To)
+		if secs(tl.Isolated[k+1].From)-at <= gap && at-last >= spacing {
+			out = append(out, at)
+			last = at
+		}
+	}
+	return out
+}
+
+// timelineNote says in words what a broker's lane shows.
+func timelineNote(tl *BrokerTimeline) string {
+	if len(tl.Isolated) == 0 {
+		return fmt.Sprintf("%s: never isolated; unreachable %s.", tl.Name, fmtSpan(tl.UnreachableTime()))
+	}
+	times := "times"
+	if len(tl.Isolated) == 1 {
+		times = "time"
+	}
+	s := fmt.Sprintf("%s: isolated %d %s, %s in all", tl.Name, len(tl.Isolated), times, fmtSpan(tl.IsolatedTime()))
+	if tl.StillIsolated {
+		s += ", still isolated at the end"
+	}
+	if len(tl.Unreachable) > 0 {
+		s += fmt.Sprintf("; unreachable %s", fmtSpan(tl.UnreachableTime()))
+	}
+	return s + "."
+}
+
+// nameList joins names, the first ten of them.
+func nameList(names []string) string {
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }
 
 var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font-family: Arial, Helvetica, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1.05em; }
+body { font-family: Arial, Helvetica, sans-serif; margin: 1.5em auto; padding: 0 1em; max-width: 76em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2.2em; border-top: 1px solid #ccc; padding-top: 0.8em; }
+h3 { font-size: 1em; margin: 1.4em 0 0.3em; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 1em 0; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; white-space: nowrap; background: #fff; }
+th { vertical-align: bottom; }
+tr > :first-child { position: sticky; left: 0; text-align: left; }
+@media (max-width: 800px) {
+  body { font-size: 15px; }
+  th, td { padding: 0.25em 0.4em; }
+  th.n { white-space: normal; min-width: 4em; }
+}
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-.sw { display: inline-block; width: 1.6em; height: 0.5em; margin: 0 0.3em 0.1em 1em; vertical-align: middle; }
-.shade { opacity: 0.35; height: 0.9em; }
-.note { color: #555; font-size: 0.9em; }
-svg { display: block; max-width: 100%; height: auto; }
+td.w { white-space: normal; min-width: 14em; }
+.sw { display: inline-block; width: 1.6em; height: 0.6em; margin: 0 0.3em 0.1em 0; vertical-align: middle; }
+.ln { display: inline-block; width: 2em; margin: 0 0.3em 0.2em 0; vertical-align: middle; border-top-width: 3px; border-top-style: solid; }
+.ln.dash { border-top-style: dashed; }
+.mark { display: inline-block; width: 1px; height: 0.9em; margin: 0 0.6em -0.1em 0.4em; background: #000; }
+.legend { margin: 0.2em 0; line-height: 1.7; }
+.legend span.e { white-space: nowrap; margin-right: 1.2em; }
+.note { color: #555; font-size: 0.9em; margin: 0.2em 0; }
+svg { display: block; width: 100%; max-width: 56em; height: auto; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
 <p>{{.Summary}}</p>
-{{if .Events}}<table>
+{{if .Events}}<div class="scroll"><table>
 <tr><th>broker</th><th>window (virtual)</th><th>what happens</th></tr>
-{{range .Events}}<tr><td><span class="sw shade" style="background:{{.Color}}"></span>{{.Broker}}</td><td>{{.Window}}</td><td>{{.What}}</td></tr>
-{{end}}</table>{{end}}
-<table>
+{{range .Events}}<tr><td><span class="sw" style="background:{{.Color}}"></span>{{.Broker}}</td><td>{{.Window}}</td><td class="w">{{.What}}</td></tr>
+{{end}}</table></div>{{end}}
+<div class="scroll"><table>
 <tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th></tr>
 {{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td><td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td></tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
-slow, busy or flapping-down at that moment. Every strategy met the same brokers, faults and seed. Shaded bands are the fault windows,
-in the colour of their broker.</p>
-
+slow, busy or flapping-down at that moment. Every strategy met the same brokers, faults and seed. Every chart has the same time axis;
+grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>
+{{define "chart"}}<h3>{{.Title}}</h3>
+{{if .Legend}}<p class="legend">{{range .Legend}}<span class="e"><span class="ln{{if .Dashed}} dash{{end}}" style="border-top-color:{{.Color}}"></span>{{.Name}}{{if .Note}} <em>({{.Note}})</em>{{end}}</span> {{end}}</p>
+{{end}}{{.SVG}}
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{end}}
+{{with .Faults}}<h2>Fault windows</h2>
+<p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
+{{template "chart" .}}{{end}}
 <h2>All strategies</h2>
-<p>{{range .Strategies}}<span class="sw" style="background:{{.Color}}"></span>{{.Name}} {{end}}</p>
-<h3>Sends started per second</h3>
-{{.SendsAll}}
-<h3>p99 latency of the sends started in each second (log scale)</h3>
-{{.P99All}}
-
+{{range .All}}{{template "chart" .}}{{end}}
 {{range .PerStrategy}}
 <h2>{{.Name}}</h2>
 <p class="note">{{.Summary}}</p>
-<h3>Each broker's share of the attempts, per second</h3>
-<p>{{range $.Brokers}}<span class="sw" style="background:{{.Color}}"></span>{{.Name}} {{end}}</p>
-{{.Share}}
-<h3>p99 latency per second (log scale)</h3>
-{{.P99}}
+<p class="legend"><span class="e"><span class="sw" style="background:#005a8c"></span>isolated</span> <span class="e"><span class="mark"></span>released</span> <span class="e"><span class="sw" style="background:#d55e00"></span>unreachable</span> <span class="e"><span class="sw" style="background:#e4e4e4"></span>the broker's fault window</span></p>
+{{template "chart" .Timeline}}
+<p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
+{{template "chart" .Share}}
+{{template "chart" .P99}}
 {{end}}
 </body>
 </html>
 `))
+
+// fmtSpan formats a length of virtual time to a tenth of a second (to the
+// millisecond under one second).
+func fmtSpan(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

@@ -24,6 +24,10 @@ type BrokerTimeline struct {
 	// (v5: sync transport errors with the detector on, failed probes with
 	// Config.ProbeFailures), in order.
 	Unreachable []Span
+	// StillIsolated and StillUnreachable say that the last span of
+	// Isolated or Unreachable was still open when the run ended (its To is
+	// the run's end, not a release).
+	StillIsolated, StillUnreachable bool
 }
 
 // timeline records BrokerTimelines for one run. It samples the fault table's
@@ -119,6 +123,8 @@ func (t *timeline) result(end int64) []BrokerTimeline {
 	out := make([]BrokerTimeline, len(t.tracks))
 	for i := range t.tracks {
 		tr := &t.tracks[i]
+		tr.tl.StillIsolated = tr.isolatedSince >= 0 && end > tr.isolatedSince
+		tr.tl.StillUnreachable = tr.unreachableSince >= 0 && end > tr.unreachableSince
 		tr.isolatedSince = toggle(&tr.tl.Isolated, tr.isolatedSince, false, end)
 		tr.unreachableSince = toggle(&tr.tl.Unreachable, tr.unreachableSince, false, end)
 		out[i] = tr.tl
