@@ -435,17 +435,11 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // data area at the same left and right edges: those of the chart with the
 // widest axis labels.
 func alignCharts(charts []*chart) ([]template.HTML, error) {
-	var left, right vg.Length
-	natural := make([][2]vg.Length, len(charts))
-	for i, ch := range charts {
-		dc := ch.p.DataCanvas(draw.New(vgsvg.New(chartWidth, ch.h)))
-		natural[i] = [2]vg.Length{dc.Min.X, chartWidth - dc.Max.X}
-		left, right = max(left, natural[i][0]), max(right, natural[i][1])
-	}
+	crops := alignCrops(charts)
 	out := make([]template.HTML, len(charts))
 	for i, ch := range charts {
 		c := vgsvg.New(chartWidth, ch.h)
-		ch.p.Draw(draw.Crop(draw.New(c), left-natural[i][0], -(right - natural[i][1]), 0, 0))
+		ch.p.Draw(draw.Crop(draw.New(c), crops[i][0], -crops[i][1], 0, 0))
 		var buf bytes.Buffer
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, err
@@ -460,4 +454,22 @@ func alignCharts(charts []*chart) ([]template.HTML, error) {
 		out[i] = template.HTML(s) //nolint:gosec // produced by vgsvg from our own data
 	}
 	return out, nil
+}
+
+// alignCrops returns how much to crop each chart's canvas on the left and
+// on the right so that every chart's data area begins and ends where that
+// of the chart with the widest axis labels does.
+func alignCrops(charts []*chart) [][2]vg.Length {
+	var left, right vg.Length
+	natural := make([][2]vg.Length, len(charts))
+	for i, ch := range charts {
+		dc := ch.p.DataCanvas(draw.New(vgsvg.New(chartWidth, ch.h)))
+		natural[i] = [2]vg.Length{dc.Min.X, chartWidth - dc.Max.X}
+		left, right = max(left, natural[i][0]), max(right, natural[i][1])
+	}
+	crops := make([][2]vg.Length, len(charts))
+	for i := range charts {
+		crops[i] = [2]vg.Length{left - natural[i][0], right - natural[i][1]}
+	}
+	return crops
 }

@@ -451,8 +451,10 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatalf("WriteHTML() error = %v", err)
 	}
 	page := buf.String()
-	if n := strings.Count(page, "<svg"); n != 2+2*len(rep.Results) {
-		t.Errorf("the page has %d charts, want %d", n, 2+2*len(rep.Results))
+	// The fault windows, the per-second counts and the p99 of every
+	// strategy, then each strategy's timeline, shares and p99.
+	if want := 1 + len(perSecondCharts) + 1 + 3*len(rep.Results); strings.Count(page, "<svg") != want {
+		t.Errorf("the page has %d charts, want %d", strings.Count(page, "<svg"), want)
 	}
 	for _, res := range rep.Results {
 		if !strings.Contains(page, "<h2>"+strings.ReplaceAll(res.Name, "+", "&#43;")+"</h2>") {
