@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/observe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -330,7 +331,7 @@ func TestDetectorRuns(t *testing.T) {
 	}
 	obs := &probeLog{}
 	spec.New = func(cfg latency.Config, env Env) (*latency.Strategy, error) {
-		return latency.NewStrategy(cfg, append(env.Options(), latency.WithObserver(obs))...)
+		return latency.NewStrategy(cfg, append(env.Options(), latency.WithObserver(observe.JoinLatency(env.Observer, obs)))...)
 	}
 	spec.Name = "observed"
 	mustRun(t, s, WithStrategies(spec))

@@ -176,3 +176,43 @@ func TestTimelineOff(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTimelineSample measures what the timeline adds to a fault
+// update: "update" is Strategy.Update alone (the baseline, in the same
+// run), "update+sample" the update and the timeline's sample after it, as
+// the engine makes them at each attempt's end.
+func BenchmarkTimelineSample(b *testing.B) {
+	sc := DefaultScenario()
+	for _, sample := range []bool{false, true} {
+		name := "update"
+		if sample {
+			name = "update+sample"
+		}
+		b.Run(name, func(b *testing.B) {
+			clock := latency.NewManualClock(Epoch)
+			tl := newTimeline(sc, clock)
+			cfg := latency.DefaultConfig()
+			cfg.Detector = false
+			strat, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(tl))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer strat.Close()
+			tl.ft = strat.FaultTolerance()
+			names := make([]string, len(sc.Brokers))
+			for i, br := range sc.Brokers {
+				names[i] = br.Name
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				k := i % len(names)
+				strat.Update(names[k], 3*time.Millisecond, false, true)
+				if sample {
+					tl.updated(int64(i), k)
+				}
+				i++
+			}
+		})
+	}
+}
