@@ -161,17 +161,37 @@ func (r *Report) WriteHTML(w io.Writer) error {
 // countChart draws a per-second count, a line per strategy, from zero.
 func countChart(sc *Scenario, seconds int, ps perSecond, lines []line) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, ps.ylabel)
-	p.Y.Min, p.Y.Max = 0, 1
+	top := 1.0
 	for _, l := range lines {
 		for _, y := range l.ys {
-			p.Y.Max = max(p.Y.Max, y*1.05)
+			top = max(top, y)
 		}
 	}
+	p.Y.Min, p.Y.Max = 0, niceCeil(top*1.04)
 	legend, err := addLines(p, lines)
 	if err != nil {
 		return nil, err
 	}
 	return &htmlChart{Title: ps.title, Legend: legend, chart: &chart{p: p, h: lineHeight}}, nil
+}
+
+// niceCeil rounds v > 0 up to a round multiple of a power of ten (1, 1.2,
+// 1.5, 2, 2.5, 3, 4, 5, 6 or 8), so the axis ends on a round number with
+// little room lost.
+func niceCeil(v float64) float64 {
+	e := math.Floor(math.Log10(v)) - 1
+	scale := func(m float64) float64 { // m * 10^e, exact for whole m
+		if e < 0 {
+			return m / math.Pow(10, -e)
+		}
+		return m * math.Pow(10, e)
+	}
+	for _, m := range []float64{10, 12, 15, 20, 25, 30, 40, 50, 60, 80} {
+		if scale(m) >= v {
+			return scale(m)
+		}
+	}
+	return scale(100)
 }
 
 // p99Chart plots the p99 of each second for the given results, on a log

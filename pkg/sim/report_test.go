@@ -260,3 +260,11 @@ func TestFaultWindows(t *testing.T) {
 }
 
 func vgLen(v float64) vg.Length { return vg.Length(v) }
+
+func TestNiceCeil(t *testing.T) {
+	for _, tt := range []struct{ in, want float64 }{{1, 1}, {1.04, 1.2}, {18.7, 20}, {2080, 2500}, {420, 500}, {0.3, 0.3}, {0.31, 0.4}, {110, 120}, {1.1e6, 1.2e6}} {
+		if got := niceCeil(tt.in); got != tt.want {
+			t.Errorf("niceCeil(%g) = %g, want %g", tt.in, got, tt.want)
+		}
+	}
+}
