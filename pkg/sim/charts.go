@@ -44,21 +44,25 @@ var (
 	unreachableCol = color.RGBA{0xD5, 0x5E, 0x00, 0xff} // vermillion
 )
 
-// secondTicks labels the time axis every 10 s (or a coarser round step
-// for long runs), with a minor tick between labels.
+// secondTicks labels the time axis every 1, 2, 5 or 10 s (or a coarser
+// round step for long runs), the finest step that gives at most 12 steps,
+// with a minor tick between labels when the step is even.
 func secondTicks(seconds int) plot.ConstantTicks {
-	step := 10
-	for _, s := range []int{10, 30, 60, 300, 600, 1800, 3600} {
+	steps := []int{1, 2, 5, 10, 30, 60, 300, 600, 1800, 3600}
+	step := steps[len(steps)-1]
+	for _, s := range steps {
 		if seconds/s <= 12 {
 			step = s
 			break
 		}
-		step = s
+	}
+	for seconds/step > 12 { // longer than 12 hours
+		step *= 2
 	}
 	var ticks plot.ConstantTicks
 	for t := 0; t <= seconds; t += step {
 		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
-		if half := t + step/2; half <= seconds {
+		if half := t + step/2; step%2 == 0 && half <= seconds {
 			ticks = append(ticks, plot.Tick{Value: float64(half)})
 		}
 	}

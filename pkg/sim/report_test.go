@@ -268,3 +268,19 @@ func TestNiceCeil(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondTicks: the time axis has at most 12 steps between labels, on
+// round steps of the finest size that allows it, whatever the run's length.
+func TestSecondTicks(t *testing.T) {
+	for _, tt := range []struct{ seconds, step int }{{3, 1}, {15, 2}, {24, 2}, {26, 5}, {93, 10}, {200, 30}, {700, 60}, {3600, 300}, {100000, 14400}} {
+		var labels []float64
+		for _, tk := range secondTicks(tt.seconds) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Value)
+			}
+		}
+		if len(labels) < 2 || labels[1]-labels[0] != float64(tt.step) || len(labels) > 13 {
+			t.Errorf("secondTicks(%d) labels %v, want every %d s, at most 13", tt.seconds, labels, tt.step)
+		}
+	}
+}
