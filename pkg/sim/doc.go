@@ -42,6 +42,17 @@
 //     reachable; an event may force the answer (Event.Probe). Probes take
 //     no virtual time.
 //
+// # What a run records
+//
+// Per strategy (Result): counts, latency percentiles, per-broker attempts,
+// a Series per second of virtual time (sends started, failed sends, p99,
+// attempts per broker) and a Timeline per broker: the spans its fault table
+// held it isolated or unreachable, sampled after every fault update, on
+// every isolation expiry and on every probe that changed its reachability
+// (through Env.Observer), never on the pick path. Report.WriteHTML draws
+// them; a Strategy.New that sets an observer of its own joins it with
+// Env.Observer (observe.JoinLatency), or the timeline misses the releases.
+//
 // Each strategy runs in its own goroutine with its own clock, brokers and
 // random sources seeded from the scenario's seed, so strategies run
 // concurrently and their results do not depend on each other. An attempt's
