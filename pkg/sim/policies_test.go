@@ -28,7 +28,7 @@ const scenarioDir = "../../testdata/scenarios"
 // simulation about ten times slower, the test is skipped.
 func TestMqfaultMustReach(t *testing.T) {
 	if raceEnabled {
-		t.Skip("six full scenarios are slow under the race detector; TestGolden covers the mqfault strategy's code")
+		t.Skip("the full scenarios are slow under the race detector; TestGolden covers the mqfault strategy's code")
 	}
 	files, err := filepath.Glob(filepath.Join(scenarioDir, "*.yaml"))
 	if err != nil {
