@@ -69,6 +69,13 @@ type htmlPage struct {
 	Faults      *htmlChart
 	All         []*htmlChart
 	PerStrategy []htmlStrategy
+	TimelineKey timelineKey
+	FaultBand   template.CSS
+}
+
+// timelineKey holds the timeline's colours for its legend.
+type timelineKey struct {
+	Isolated, Release, Unreachable, Fault template.CSS
 }
 
 // WriteHTML writes the report as one self-contained HTML page (no script,
@@ -85,7 +92,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if sc == nil || len(r.Results) == 0 {
 		return fmt.Errorf("sim: the report has no scenario or no result")
 	}
-	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0]}
+	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0],
+		TimelineKey: timelineKey{Isolated: cssColor(isolatedColor), Release: cssColor(releaseColor), Unreachable: cssColor(unreachableCol), Fault: cssColor(laneFault)},
+		FaultBand:   cssColor(faultBand)}
 	index := map[string]int{}
 	for i, b := range sc.Brokers {
 		index[b.Name] = i
@@ -444,7 +453,7 @@ td.w { white-space: normal; min-width: 14em; }
 .sw { display: inline-block; width: 1.6em; height: 0.6em; margin: 0 0.3em 0.1em 0; vertical-align: middle; }
 .ln { display: inline-block; width: 2em; margin: 0 0.3em 0.2em 0; vertical-align: middle; border-top-width: 3px; border-top-style: solid; }
 .ln.dash { border-top-style: dashed; }
-.mark { display: inline-block; width: 1px; height: 0.9em; margin: 0 0.6em -0.1em 0.4em; background: #000; }
+.mark { display: inline-block; width: 1px; height: 0.9em; margin: 0 0.6em -0.1em 0.4em; }
 .legend { margin: 0.2em 0; line-height: 1.7; }
 .legend span.e { white-space: nowrap; margin-right: 1.2em; }
 .note { color: #555; font-size: 0.9em; margin: 0.2em 0; }
@@ -464,7 +473,7 @@ svg { display: block; width: 100%; max-width: 56em; height: auto; }
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
 slow, busy or flapping-down at that moment. Every strategy met the same brokers, faults and seed. Every chart has the same time axis;
-grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>
+<span class="sw" style="background:{{.FaultBand}}"></span>grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>
 {{define "chart"}}<h3>{{.Title}}</h3>
 {{if .Legend}}<p class="legend">{{range .Legend}}<span class="e"><span class="ln{{if .Dashed}} dash{{end}}" style="border-top-color:{{.Color}}"></span>{{.Name}}{{if .Note}} <em>({{.Note}})</em>{{end}}</span> {{end}}</p>
 {{end}}{{.SVG}}
@@ -478,7 +487,7 @@ grey bands on the line charts are the times when some broker had a fault window 
 {{range .PerStrategy}}
 <h2>{{.Name}}</h2>
 <p class="note">{{.Summary}}</p>
-<p class="legend"><span class="e"><span class="sw" style="background:#005a8c"></span>isolated</span> <span class="e"><span class="mark"></span>released</span> <span class="e"><span class="sw" style="background:#d55e00"></span>unreachable</span> <span class="e"><span class="sw" style="background:#e4e4e4"></span>the broker's fault window</span></p>
+<p class="legend">{{with $.TimelineKey}}<span class="e"><span class="sw" style="background:{{.Isolated}}"></span>isolated</span> <span class="e"><span class="mark" style="background:{{.Release}}"></span>released</span> <span class="e"><span class="sw" style="background:{{.Unreachable}}"></span>unreachable</span> <span class="e"><span class="sw" style="background:{{.Fault}}"></span>the broker's fault window</span>{{end}}</p>
 {{template "chart" .Timeline}}
 <p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
 {{template "chart" .Share}}

@@ -52,6 +52,20 @@ func TestReportContent(t *testing.T) {
 	if !strings.Contains(all, "<h3>Failed sends per second") {
 		t.Error("no failed-sends chart under All strategies")
 	}
+	// Every table scrolls sideways inside its own box on a narrow screen
+	// rather than being cut.
+	if n, boxed := strings.Count(page, "<table>"), strings.Count(page, `<div class="scroll"><table>`); n != 2 || boxed != n {
+		t.Errorf("%d tables, %d of them in a scroll box; want 2 and both", n, boxed)
+	}
+	if !regexp.MustCompile(`\.scroll \{[^}]*overflow-x: auto`).MatchString(page) {
+		t.Error("the scroll box does not scroll sideways")
+	}
+	// The legends' colours are the charts' colours.
+	for _, c := range []string{"#005a8c", "#d55e00", "#e4e4e4", "#dddddd"} {
+		if !strings.Contains(page, "background:"+c) {
+			t.Errorf("no legend swatch of colour %s", c)
+		}
+	}
 	faults := sec["Fault windows"]
 	if strings.Count(faults, "<svg") != 1 {
 		t.Fatalf("the fault windows section has %d charts, want 1", strings.Count(faults, "<svg"))
