@@ -106,8 +106,12 @@ func syntaxProblem(data []byte, err error) *Problem {
 		var v any
 		var se *json.SyntaxError
 		if jerr := json.Unmarshal(data, &v); errors.As(jerr, &se) {
-			line, col := position(data, se.Offset)
-			return &Problem{Line: line, Column: col, Msg: "not valid JSON: " + se.Error()}
+			offset := se.Offset
+			if jerr.Error() == "unexpected end of JSON input" {
+				offset = int64(len(data)) + 1 // the end, after the last byte
+			}
+			line, col := position(data, offset)
+			return &Problem{Line: line, Column: col, Msg: "not valid JSON at column " + strconv.Itoa(col) + ": " + se.Error()}
 		}
 	}
 	m := yamlError.FindStringSubmatch(err.Error())
@@ -132,10 +136,10 @@ func looksLikeJSON(data []byte) bool {
 }
 
 // position returns the line and column of the byte before offset (the one
-// encoding/json stopped at), counted from 1.
+// encoding/json stopped at; len(data)+1 for the end of data), counted from 1.
 func position(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
+	if offset > int64(len(data))+1 {
+		offset = int64(len(data)) + 1
 	}
 	if offset < 1 {
 		offset = 1
