@@ -19,8 +19,8 @@ func TestParseSyntaxLines(t *testing.T) {
 		msgContain string
 	}{
 		{"json one line", `{"timeout": "1s", "retry_times": [1, }`, 1, 38, "not valid JSON at column 38: invalid character '}'"},
-		{"json missing comma", "{\n  \"timeout\": \"1s\"\n  \"retry_times\": 1\n}", 3, 3, "not valid JSON: invalid character '\"' after object key:value pair"},
-		{"json truncated", "{\n  \"timeout\": \"1s\",\n", 3, 1, "not valid JSON: unexpected end of JSON input"},
+		{"json missing comma", "{\n  \"timeout\": \"1s\"\n  \"retry_times\": 1\n}", 3, 3, "invalid character '\"' after object key:value pair"},
+		{"json truncated", "{\n  \"timeout\": \"1s\",\n", 3, 1, "unexpected end of JSON input"},
 		{"json list", "[1, 2", 1, 6, "not valid JSON"},
 		{"yaml flow list not closed", "a: 1\nb: [1, 2\nc: 3\n", 2, 0, "did not find expected ',' or ']'"},
 		{"yaml block sequence broken", "a: 1\nb:\n  - 1\n  c: 2\n", 3, 0, "did not find expected '-' indicator"},
