@@ -120,14 +120,14 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if t, ok := o.ft.(*FaultTable); ok {
 		switch {
 		case t == nil:
-			return nil, &ConfigError{Field: "FaultTolerance", Value: "(*FaultTable)(nil)", Reason: "is a nil table (leave it out for a new one)"}
+			return nil, invalid("WithFaultTolerance", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
 		case t.mode != mode:
-			return nil, &ConfigError{Field: "FaultTolerance", Value: string(t.mode),
-				Reason: "the fault table's update rules are those of another mode than the strategy's (" + string(mode) + ")"}
+			return nil, invalid("WithFaultTolerance", string(t.mode),
+				"the fault table's update rules are those of another mode than the strategy's ("+string(mode)+")")
 		}
 	}
 	if cfg.Detector && o.resolver == nil && o.ft == nil {
-		return nil, &ConfigError{Field: "Detector", Value: true, Reason: "the detector needs a Resolver (WithResolver)"}
+		return nil, invalid("Detector", true, "the detector needs a Resolver (WithResolver)")
 	}
 	s := &Strategy{
 		mode:    mode,
