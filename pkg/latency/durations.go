@@ -38,7 +38,7 @@ func NewStepTable(latencyMax, notAvailable []time.Duration) (*StepTable, error) 
 	var l configerr.List
 	if len(latencyMax) != len(notAvailable) {
 		l.Add(&ConfigError{Field: "notAvailable", Value: items(len(notAvailable)),
-			Reason: "must have as many items as latencyMax (" + items(len(latencyMax)) + "): the columns go in pairs",
+			Reason:  "must have as many items as latencyMax (" + items(len(latencyMax)) + "): the columns go in pairs",
 			Related: "latencyMax", Err: ErrInvalidConfig})
 	}
 	for i, d := range latencyMax {
