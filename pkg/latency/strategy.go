@@ -246,11 +246,15 @@ func (s *Strategy) IsolationLatency() time.Duration { return s.isolationLatency 
 // reachable, v4 ignores it. With Config.IsolationBackoff on, a failure's
 // isolation grows with the broker's unforgiven failure isolations (see
 // BackoffLevel), and an update that isolates nothing forgives one unit of them.
+// A negative latency (a caller's clock that stepped back) counts as 0: it is
+// recorded, and looked up in the duration table, as 0 (the reference would
+// store it and rank the broker above every healthy one).
 // Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	if !s.faultOn.Load() {
 		return
 	}
+	latency = max(latency, 0)
 	lookup, reason := latency, ReasonLatency
 	if isolation {
 		lookup, reason = s.isolationLatency, ReasonFailure

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {
 		return eventNames[k]
 	}
-	return "event(" + itoa(int(k)) + ")"
+	return "event(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Event is something that happened to a plugin process.
