@@ -45,8 +45,11 @@ func LoadFile(path string) (*Scenario, error) {
 //
 // Decoding is strict: an unknown or repeated field, a value of the wrong
 // type, a duration that is not a Go duration string ("250ms", "1m30s") and a
-// value out of range are all errors. The error joins one *FieldError per
-// problem (at most 20), each naming the field's path and line, and matches
+// value out of range are all errors, reported together: a value of the
+// wrong type does not hide the range errors of other fields (and is not
+// reported again as out of range). The error joins one *FieldError per
+// problem in the order of the lines (at most 20, then one saying how many
+// more), each naming the field's path and line, and matches
 // ErrInvalidScenario. Parse never panics.
 func Parse(data []byte) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
