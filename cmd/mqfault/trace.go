@@ -48,7 +48,7 @@ func runTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := trace.Run(in, stdout, m); err != nil {
 		var le *trace.LineError
 		if errors.As(err, &le) {
-			fmt.Fprintln(stderr, le.Error())
+			fmt.Fprintln(stderr, err) // one "line N: ..." per malformed line
 		} else {
 			fmt.Fprintf(stderr, "mqfault trace: %v\n", err)
 		}

@@ -50,6 +50,35 @@ type options struct {
 	Environ    []string      // the MQFAULT_ environment (os.Environ())
 }
 
+// validate reports every flag out of range (and any argument, which the
+// program does not take), one line each, so a run that would send nothing
+// or make no sense fails instead of exiting 0.
+func (o options) validate(args []string) error {
+	var errs []error
+	bad := func(flag string, v any, reason string) {
+		errs = append(errs, fmt.Errorf("customproducer: -%s %v: %s", flag, v, reason))
+	}
+	if o.Duration <= 0 {
+		bad("duration", o.Duration, "must be positive (how long to send)")
+	}
+	if o.DeadAfter < 0 {
+		bad("dead-after", o.DeadAfter, "must not be negative")
+	}
+	if o.SlowDelay < 0 {
+		bad("slow", o.SlowDelay, "must not be negative")
+	}
+	if o.Senders < 1 {
+		bad("senders", o.Senders, "must be at least 1")
+	}
+	if o.Interval < 0 {
+		bad("interval", o.Interval, "must not be negative")
+	}
+	if len(args) > 0 {
+		errs = append(errs, fmt.Errorf("customproducer: unexpected argument %q: the program takes only flags", args[0]))
+	}
+	return errors.Join(errs...)
+}
+
 // result is what a run measured.
 type result struct {
 	Brokers     map[string]BrokerStats
@@ -78,6 +107,11 @@ func main() {
 	flag.DurationVar(&opts.Interval, "interval", 10*time.Millisecond, "pause between two sends of one goroutine")
 	flag.StringVar(&opts.ConfigPath, "config", "", "a YAML or JSON mqfault configuration file (MQFAULT_ variables apply over it)")
 	flag.Parse()
+	if err := opts.validate(flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "run customproducer -h for the flags")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -34,9 +34,19 @@ type LineError struct {
 func (e *LineError) Error() string { return "line " + strconv.Itoa(e.Line) + ": " + e.Err.Error() }
 func (e *LineError) Unwrap() error { return e.Err }
 
-// Run reads a trace from r and writes its output to w line by line as it
-// goes, in mode (latency.ModeV5 or latency.ModeV4). It stops at the first line
-// that cannot run and returns a *LineError; what was printed before stays
+// maxLineErrors bounds the lines Run reports as malformed before it stops
+// listing them.
+const maxLineErrors = 50
+
+// Run reads a trace from r and runs it, writing its output to w line by line,
+// in mode (latency.ModeV5 or latency.ModeV4). It reads the whole trace and
+// checks every line's syntax first (an unknown operation, one its mode
+// lacks, a wrong number of arguments, an argument that does not parse): if
+// any line is malformed, nothing runs and the error lists every one, a
+// *LineError per line (at most 50, then one saying how many more), joined,
+// one per line. Otherwise the trace runs, and stops at the first line that
+// cannot run (no route yet, an invalid duration table, the clock past its
+// range) with that line's *LineError; what was printed before stays
 // printed. A read error is returned as it is.
 func Run(r io.Reader, w io.Writer, mode latency.Mode) error {
 	m, err := newMachine(w, mode)
@@ -44,22 +54,55 @@ func Run(r io.Reader, w io.Writer, mode latency.Mode) error {
 		return err
 	}
 	defer m.close()
+	lines, readErr := readLines(r)
+	var errs []error
+	for i, text := range lines {
+		if err := m.check(text); err != nil {
+			if len(errs) == maxLineErrors {
+				errs = append(errs, &LineError{Line: i + 1, Err: fmt.Errorf("this line and others after it have problems too (only the first %d are listed)", maxLineErrors)})
+				break
+			}
+			errs = append(errs, &LineError{Line: i + 1, Err: err})
+		}
+	}
+	if readErr != nil {
+		var le *LineError
+		if len(errs) == 0 || !errors.As(readErr, &le) {
+			return readErr
+		}
+		errs = append(errs, readErr)
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		return errs[0]
+	default:
+		return errors.Join(errs...)
+	}
+	for i, text := range lines {
+		if err := m.exec(text); err != nil {
+			return &LineError{Line: i + 1, Err: err}
+		}
+	}
+	return nil
+}
+
+// readLines reads r's lines; a line longer than MaxLineBytes is a
+// *LineError (the lines before it are returned).
+func readLines(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), MaxLineBytes)
-	line := 0
+	var lines []string
 	for sc.Scan() {
-		line++
-		if err := m.exec(sc.Text()); err != nil {
-			return &LineError{Line: line, Err: err}
-		}
+		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &LineError{Line: line + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+			return lines, &LineError{Line: len(lines) + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
 		}
-		return err
+		return lines, err
 	}
-	return nil
+	return lines, nil
 }
 
 // machine is the state a trace runs on.
@@ -171,28 +214,55 @@ func (q *queuedRandom) Int32n(int32) int32 {
 	return v
 }
 
-// exec runs one line.
-func (m *machine) exec(line string) error {
+// parse splits a line into its operation and arguments and checks what does
+// not depend on the trace's state: the operation exists in the mode, and its
+// argument count. spec is nil for a line with nothing to run (blank, a
+// comment, resetrand in v4).
+func (m *machine) parse(line string) (op string, args []string, spec *opSpec, err error) {
 	if i := strings.IndexByte(line, '#'); i >= 0 {
 		line = line[:i]
 	}
 	words := strings.Fields(line)
 	if len(words) == 0 {
-		return nil
+		return "", nil, nil, nil
 	}
-	op, args := words[0], words[1:]
-	spec, ok := ops[op]
+	op, args = words[0], words[1:]
+	sp, ok := ops[op]
 	if !ok {
-		return fmt.Errorf("unknown operation %q", op)
+		return op, nil, nil, fmt.Errorf("unknown operation %q", op)
 	}
-	if spec.only != "" && spec.only != m.mode {
+	if sp.only != "" && sp.only != m.mode {
 		if op == "resetrand" { // accepted and ignored in v4
-			return nil
+			return op, nil, nil, nil
 		}
-		return fmt.Errorf("%s: not available in mode %s", op, m.mode)
+		return op, nil, nil, fmt.Errorf("%s: not available in mode %s", op, m.mode)
 	}
-	if len(args) < spec.min || (spec.max >= 0 && len(args) > spec.max) {
-		return fmt.Errorf("%s: %s", op, spec.usage)
+	if len(args) < sp.min || (sp.max >= 0 && len(args) > sp.max) {
+		return op, nil, nil, fmt.Errorf("%s: %s", op, sp.usage)
+	}
+	return op, args, &sp, nil
+}
+
+// check reports what is wrong with a line before the trace runs: what parse
+// checks, and that its arguments parse (checks).
+func (m *machine) check(line string) error {
+	op, args, spec, err := m.parse(line)
+	if err != nil || spec == nil {
+		return err
+	}
+	if c := checks[op]; c != nil {
+		if err := c(args); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// exec runs one line.
+func (m *machine) exec(line string) error {
+	op, args, spec, err := m.parse(line)
+	if err != nil || spec == nil {
+		return err
 	}
 	m.rand.missing = false
 	if err := spec.run(m, args); err != nil {
@@ -339,7 +409,10 @@ func (m *machine) opEcho(a []string) error {
 	return nil
 }
 
-func (m *machine) opSet(a []string) error {
+func (m *machine) opSet(a []string) error { return m.send.set(a) }
+
+// set applies one set line's arguments to s.
+func (s *sendSettings) set(a []string) error {
 	if len(a) < 2 && a[0] != "retryCodes" {
 		return fmt.Errorf("set %s: missing value", a[0])
 	}
@@ -352,7 +425,7 @@ func (m *machine) opSet(a []string) error {
 		if err != nil || n < 0 || n > 1000 {
 			return fmt.Errorf("retryTimes %q must be a number between 0 and 1000", a[1])
 		}
-		m.send.retryTimes = n
+		s.retryTimes = n
 	case "retryAnotherBroker":
 		if len(a) != 2 {
 			return errors.New("usage: set retryAnotherBroker true|false")
@@ -361,7 +434,7 @@ func (m *machine) opSet(a []string) error {
 		if err != nil {
 			return err
 		}
-		m.send.retryAnotherBroker = b
+		s.retryAnotherBroker = b
 	case "timeout":
 		if len(a) != 2 {
 			return errors.New("usage: set timeout MS")
@@ -370,17 +443,17 @@ func (m *machine) opSet(a []string) error {
 		if err != nil {
 			return err
 		}
-		m.send.timeout = d
+		s.timeout = d
 	case "retryCodes":
 		codes := map[int]bool{}
-		for _, s := range a[1:] {
-			c, err := parseInt32(s)
+		for _, v := range a[1:] {
+			c, err := parseInt32(v)
 			if err != nil {
 				return err
 			}
 			codes[int(c)] = true
 		}
-		m.send.retryCodes = codes
+		s.retryCodes = codes
 	default:
 		return fmt.Errorf("unknown setting %q", a[0])
 	}

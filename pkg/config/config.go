@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,40 +94,65 @@ func Preset(name string) (Config, error) {
 	return Config{}, &Error{Knob: presetKey, Value: name, Reason: "must be one of " + strings.Join(Presets(), ", ")}
 }
 
-// Validate reports the first knob whose value is out of range, as an *Error
-// naming the knob. The error also wraps what latency.Config.Validate or
+// Validate checks every knob and returns nil, or the problems: one *Error
+// naming the knob, or when there are several, one *Error per problem joined
+// with errors.Join (errors.As finds the first; the message has one problem
+// per line). Each *Error also wraps what latency.Config.Validate or
 // producer.Config.Validate said, so errors.Is(err, latency.ErrInvalidConfig)
 // (or producer.ErrInvalidConfig) holds as well as errors.Is(err, ErrInvalid).
 func (c Config) Validate() error {
-	if err := c.Strategy.Validate(); err != nil {
-		return c.knobError(err)
+	errs := c.validate()
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
 	}
-	if err := c.Producer.Validate(); err != nil {
-		return c.knobError(err)
-	}
-	if c.LogInterval < 0 {
-		return &Error{Knob: "log_interval", Value: c.LogInterval.String(), Reason: "must not be negative (0 logs every event)"}
-	}
-	return nil
+	return join(out)
 }
 
-// knobError turns a sub-config's *ConfigError into an *Error naming the knob
-// bound to the field it reports.
-func (c Config) knobError(err error) error {
-	field, reason := "", err.Error()
-	var le *latency.ConfigError
-	var pe *producer.ConfigError
-	switch {
-	case errors.As(err, &le):
-		field, reason = le.Field, le.Reason
-	case errors.As(err, &pe):
-		field, reason = pe.Field, pe.Reason
+// validate returns one *Error per problem, in the order of the knob table.
+func (c Config) validate() []*Error {
+	var errs []*Error
+	errs = append(errs, c.knobErrors("Strategy.", c.Strategy.Validate())...)
+	errs = append(errs, c.knobErrors("Producer.", c.Producer.Validate())...)
+	if c.LogInterval < 0 {
+		errs = append(errs, &Error{Knob: "log_interval", Value: c.LogInterval.String(), Reason: "must not be negative (0 logs every event)"})
 	}
-	for _, k := range knobs {
-		if k.field != "" && k.field == field {
-			return &Error{Knob: k.name, Value: k.bind(&c).get(), Reason: reason, Err: err}
+	slices.SortStableFunc(errs, func(a, b *Error) int { return cmp.Compare(knobOrder(a.Knob), knobOrder(b.Knob)) })
+	return errs
+}
+
+// knobErrors turns what a sub-config's Validate returned (one
+// *latency.ConfigError per problem, joined) into an *Error per problem
+// naming the knob bound to the field it reports; prefix is where the
+// sub-config sits in Config ("Strategy.").
+func (c Config) knobErrors(prefix string, err error) []*Error {
+	if err == nil {
+		return nil
+	}
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	var errs []*Error
+	for _, part := range parts {
+		var ce *latency.ConfigError // the one type of latency's and producer's
+		if !errors.As(part, &ce) {
+			errs = append(errs, &Error{Reason: part.Error(), Err: part})
+			continue
 		}
+		reason, related := ce.Reason, ""
+		if ce.Related != "" {
+			if rk, ok := knobByField[prefix+ce.Related]; ok {
+				related = rk.name
+				reason = strings.ReplaceAll(reason, ce.Related, rk.name)
+			}
+		}
+		k, ok := knobByField[prefix+ce.Field]
+		if !ok { // a field without a knob (Filters, set in code)
+			errs = append(errs, &Error{Knob: ce.Field, Reason: reason, Err: part, related: related})
+			continue
+		}
+		errs = append(errs, &Error{Knob: k.name, Value: k.bind(&c).get(), Reason: reason, Err: part, related: related})
 	}
-	// A field without a knob (Filters, set in code).
-	return &Error{Knob: field, Reason: reason, Err: err}
+	return errs
 }

@@ -16,7 +16,10 @@
 // Values are written the same way in both places: durations as Go durations
 // ("200ms", "3s"), switches as true/false (also on/off, yes/no, 1/0), lists
 // comma-separated (a file may also use a YAML or JSON list). An invalid value
-// is an *Error naming the knob, the value, where it was written and why.
+// is an *Error naming the knob, the value, where it was written (the file and
+// line, or the variable) and why; Load, Decode, ApplyEnv and Validate report
+// every problem at once, one *Error per problem joined with errors.Join (one
+// per line), in the knobs' names, never the Go fields'.
 //
 // The knobs live in one table (knobs.go): adding a field to latency.Config or
 // producer.Config and one line to that table gives it a file key, an

@@ -28,9 +28,12 @@ type Error struct {
 	Reason string
 	// Err is the underlying error, or nil.
 	Err error
+
+	related string // a knob Reason speaks of, whose own problem explains this one
 }
 
-// Error returns a one-line message naming the knob, the value, the source and
+// Error returns a one-line message naming the knob, the value (left out
+// when there is none, as for a list where one value belongs), the source and
 // the reason, such as
 // `config: detect_timeout = "-1s" (MQFAULT_DETECT_TIMEOUT): must be positive`.
 func (e *Error) Error() string {
@@ -38,8 +41,10 @@ func (e *Error) Error() string {
 	b.WriteString("config: ")
 	if e.Knob != "" {
 		b.WriteString(e.Knob)
-		b.WriteString(" = ")
-		b.WriteString(strconv.Quote(e.Value))
+		if e.Value != "" {
+			b.WriteString(" = ")
+			b.WriteString(strconv.Quote(e.Value))
+		}
 		if e.Source != "" {
 			b.WriteString(" (")
 			b.WriteString(e.Source)

@@ -35,6 +35,20 @@ func ExampleLoadEnv_error() {
 	// config: detect_interval = "2000" (MQFAULT_DETECT_INTERVAL): a duration needs a unit, such as 200ms or 3s
 }
 
+// Every problem is reported at once, one per line, in the knobs' names.
+func ExampleLoadEnv_problems() {
+	_, err := config.LoadEnv("", []string{
+		"MQFAULT_TIMEOUT=-3s",
+		"MQFAULT_RETRY_TIMES=-1",
+		"MQFAULT_MAX_ISOLATED_FRACTION=50%",
+	})
+	fmt.Println(err)
+	// Output:
+	// config: max_isolated_fraction = "50%" (MQFAULT_MAX_ISOLATED_FRACTION): must be a number such as 0.5, not a percentage (write 50% as 0.5)
+	// config: retry_times = "-1" (MQFAULT_RETRY_TIMES): must not be negative
+	// config: timeout = "-3s" (MQFAULT_TIMEOUT): must be positive
+}
+
 // Decode reads YAML or JSON; the file's keys are the knobs' names.
 func ExampleConfig_Decode() {
 	cfg := config.Reference4()

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,66 +25,66 @@ const (
 // knobs is the one table of knobs. To add a knob: add its field to
 // latency.Config, producer.Config or Config (with its value in the presets),
 // then one line here. Its file key, environment variable, Encode line, Knobs
-// entry and error messages all come from this line; field is the name the
-// sub-config's Validate reports in its ConfigError, so range errors name the
-// knob too.
+// entry and error messages all come from this line; the field it binds is
+// found from the binding itself (fieldPath), so the range errors of the
+// sub-config's Validate, which name the field, name the knob too.
 var knobs = []knob{
-	modeKnob("mode", "Mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
+	modeKnob("mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
 		func(c *Config) *latency.Mode { return &c.Strategy.Mode }),
-	boolKnob("fault_tolerance", "FaultTolerance", "latency fault tolerance on or off (sendLatencyFaultEnable)",
+	boolKnob("fault_tolerance", "latency fault tolerance on or off (sendLatencyFaultEnable)",
 		func(c *Config) *bool { return &c.Strategy.FaultTolerance }),
-	boolKnob("detector", "Detector", "the background detector on or off (startDetectorEnable; v5 only)",
+	boolKnob("detector", "the background detector on or off (startDetectorEnable; v5 only)",
 		func(c *Config) *bool { return &c.Strategy.Detector }),
-	durationKnob("detect_interval", "DetectInterval", "a broker is probed at most once per interval",
+	durationKnob("detect_interval", "a broker is probed at most once per interval",
 		func(c *Config) *time.Duration { return &c.Strategy.DetectInterval }),
-	durationKnob("detect_timeout", "DetectTimeout", "the timeout of one probe",
+	durationKnob("detect_timeout", "the timeout of one probe",
 		func(c *Config) *time.Duration { return &c.Strategy.DetectTimeout }),
-	durationKnob("detect_period", "DetectPeriod", "how often the detector runs a round",
+	durationKnob("detect_period", "how often the detector runs a round",
 		func(c *Config) *time.Duration { return &c.Strategy.DetectPeriod }),
-	intKnob("detect_parallel", "DetectParallel", "how many probes of one round run at once (1: the reference's one by one)",
+	intKnob("detect_parallel", "how many probes of one round run at once (1: the reference's one by one)",
 		func(c *Config) *int { return &c.Strategy.DetectParallel }),
-	durationsKnob("durations", "Durations", "the duration table: thresholds;isolations (two comma-separated columns), or default for the mode's",
+	durationsKnob("durations", "the duration table: thresholds;isolations (two comma-separated columns), or default for the mode's",
 		func(c *Config) *latency.DurationTable { return &c.Strategy.Durations }),
-	floatKnob("max_isolated_fraction", "MaxIsolatedFraction", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
+	floatKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
 		func(c *Config) *float64 { return &c.Strategy.MaxIsolatedFraction }),
-	floatKnob("isolation_backoff", "IsolationBackoff", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)",
+	floatKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)",
 		func(c *Config) *float64 { return &c.Strategy.IsolationBackoff }),
-	durationKnob("max_isolation", "MaxIsolation", "the longest isolation the backoff gives",
+	durationKnob("max_isolation", "the longest isolation the backoff gives",
 		func(c *Config) *time.Duration { return &c.Strategy.MaxIsolation }),
-	intKnob("backoff_decay", "BackoffDecay", "answered sends that forgive one failure isolation of the backoff",
+	intKnob("backoff_decay", "answered sends that forgive one failure isolation of the backoff",
 		func(c *Config) *int { return &c.Strategy.BackoffDecay }),
-	boolKnob("probe_failures", "ProbeFailures", "a failed detector probe marks the broker unreachable (v5)",
+	boolKnob("probe_failures", "a failed detector probe marks the broker unreachable (v5)",
 		func(c *Config) *bool { return &c.Strategy.ProbeFailures }),
-	intKnob("retry_times", "RetryTimes", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
+	intKnob("retry_times", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
 		func(c *Config) *int { return &c.Producer.RetryTimes }),
-	intKnob("async_retry_times", "AsyncRetryTimes", "retries of an async send (retryTimesWhenSendAsyncFailed)",
+	intKnob("async_retry_times", "retries of an async send (retryTimesWhenSendAsyncFailed)",
 		func(c *Config) *int { return &c.Producer.AsyncRetryTimes }),
-	codesKnob("retry_codes", "RetryCodes", "broker response codes a sync send retries after: a list, default for the mode's, or none",
+	codesKnob("retry_codes", "broker response codes a sync send retries after: a list, default for the mode's, or none",
 		func(c *Config) *[]int { return &c.Producer.RetryCodes }),
-	durationKnob("timeout", "Timeout", "a send's whole budget, retries included (sendMsgTimeout)",
+	durationKnob("timeout", "a send's whole budget, retries included (sendMsgTimeout)",
 		func(c *Config) *time.Duration { return &c.Producer.Timeout }),
-	durationKnob("max_timeout_per_request", "MaxTimeoutPerRequest", "caps one attempt's timeout while another remains (sendMsgMaxTimeoutPerRequest); 0 is off",
+	durationKnob("max_timeout_per_request", "caps one attempt's timeout while another remains (sendMsgMaxTimeoutPerRequest); 0 is off",
 		func(c *Config) *time.Duration { return &c.Producer.MaxTimeoutPerRequest }),
-	boolKnob("retry_another_broker", "RetryAnotherBrokerWhenNotStoreOK", "retry a sync send answered with a status other than SEND_OK on another broker",
+	boolKnob("retry_another_broker", "retry a sync send answered with a status other than SEND_OK on another broker",
 		func(c *Config) *bool { return &c.Producer.RetryAnotherBrokerWhenNotStoreOK }),
-	intKnob("async_max_in_flight", "AsyncMaxInFlight", "bound on async sends in flight (backPressureForAsyncSendNum); 0 is none",
+	intKnob("async_max_in_flight", "bound on async sends in flight (backPressureForAsyncSendNum); 0 is none",
 		func(c *Config) *int { return &c.Producer.AsyncMaxInFlight }),
-	bytesKnob("async_max_bytes", "AsyncMaxBytes", "bound on body bytes of async sends in flight, e.g. 100MiB (backPressureForAsyncSendSize); 0 is none",
+	bytesKnob("async_max_bytes", "bound on body bytes of async sends in flight, e.g. 100MiB (backPressureForAsyncSendSize); 0 is none",
 		func(c *Config) *int64 { return &c.Producer.AsyncMaxBytes }),
-	boolKnob("async_fail_fast", "AsyncFailFast", "an async send over a bound fails at once instead of waiting for room",
+	boolKnob("async_fail_fast", "an async send over a bound fails at once instead of waiting for room",
 		func(c *Config) *bool { return &c.Producer.AsyncFailFast }),
-	durationKnob("route_refresh_interval", "RouteRefreshInterval", "how often every known topic's route is looked up again",
+	durationKnob("route_refresh_interval", "how often every known topic's route is looked up again",
 		func(c *Config) *time.Duration { return &c.Producer.RouteRefreshInterval }),
-	durationKnob("log_interval", "", "least time between two log records of one kind about one broker; 0 logs all",
+	durationKnob("log_interval", "least time between two log records of one kind about one broker; 0 logs all",
 		func(c *Config) *time.Duration { return &c.LogInterval }),
-	boolKnob("count_stages", "", "count picks by cascade stage (one atomic add per pick) for metrics",
+	boolKnob("count_stages", "count picks by cascade stage (one atomic add per pick) for metrics",
 		func(c *Config) *bool { return &c.CountStages }),
 }
 
 // knob binds one setting to its name, documentation and field.
 type knob struct {
 	name  string
-	field string // the Go field a sub-config's ConfigError names, or ""
+	field string // the field's path in Config ("Strategy.DetectTimeout"), from fieldPath
 	doc   string
 	shape shape
 	bind  func(c *Config) value
@@ -136,17 +138,15 @@ func lookupKnob(name string) (knob, bool) {
 }
 
 // Set sets the knob called name from its written form (as in an environment
-// variable). An unknown knob or a value that does not parse is an *Error;
-// ranges are checked by Validate.
+// variable). An unknown knob or a value that does not parse is an *Error (a
+// duration table with several problems gives one *Error each, joined);
+// ranges are checked by Validate. On error c is unchanged.
 func (c *Config) Set(name, s string) error {
 	k, ok := lookupKnob(name)
 	if !ok {
 		return unknownKnob(name, s, "")
 	}
-	if err := k.bind(c).set(strings.TrimSpace(s)); err != nil {
-		return &Error{Knob: name, Value: s, Reason: err.Error(), Err: unwrapCause(err)}
-	}
-	return nil
+	return join(c.apply(entry{knob: k, value: s}))
 }
 
 // Get returns the knob called name in its written form; ok is false when there
@@ -219,10 +219,62 @@ func unwrapCause(err error) error {
 	return nil
 }
 
+// fieldPath returns the path in Config of the field ptr binds, such as
+// "Strategy.DetectTimeout", found by address in a zero Config: the knob
+// table binds each knob to its field once, by pointer, and the name the
+// sub-configs' errors use comes from that binding.
+func fieldPath[T any](ptr func(*Config) *T) string {
+	var c Config
+	addr := reflect.ValueOf(ptr(&c)).Pointer()
+	path := findField(reflect.ValueOf(&c).Elem(), "", addr, reflect.TypeFor[T]())
+	if path == "" {
+		panic("config: a knob binds no field of Config")
+	}
+	return path
+}
+
+func findField(v reflect.Value, prefix string, addr uintptr, t reflect.Type) string {
+	for i := range v.NumField() {
+		sf, f := v.Type().Field(i), v.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		if f.Addr().Pointer() == addr && f.Type() == t {
+			return prefix + sf.Name
+		}
+		if f.Kind() == reflect.Struct {
+			if p := findField(f, prefix+sf.Name+".", addr, t); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// knobByField finds a knob by the field it binds ("Strategy.DetectTimeout").
+var knobByField = func() map[string]knob {
+	m := make(map[string]knob, len(knobs))
+	for _, k := range knobs {
+		m[k.field] = k
+	}
+	return m
+}()
+
+// knobOrder returns the position of the knob called name in the table, or
+// len(knobs) for another name.
+func knobOrder(name string) int {
+	for i, k := range knobs {
+		if k.name == name {
+			return i
+		}
+	}
+	return len(knobs)
+}
+
 // The value kinds. Each knob constructor binds a field through ptr.
 
-func boolKnob(name, field, doc string, ptr func(*Config) *bool) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*boolValue)(ptr(c)) }}
+func boolKnob(name, doc string, ptr func(*Config) *bool) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return (*boolValue)(ptr(c)) }}
 }
 
 type boolValue bool
@@ -241,8 +293,8 @@ func (v *boolValue) set(s string) error {
 
 func (v *boolValue) get() string { return strconv.FormatBool(bool(*v)) }
 
-func durationKnob(name, field, doc string, ptr func(*Config) *time.Duration) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*durationValue)(ptr(c)) }}
+func durationKnob(name, doc string, ptr func(*Config) *time.Duration) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return (*durationValue)(ptr(c)) }}
 }
 
 type durationValue time.Duration
@@ -271,25 +323,34 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func floatKnob(name, field, doc string, ptr func(*Config) *float64) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*floatValue)(ptr(c)) }}
+// floatKnob binds a number; example is a valid value the parse error shows.
+func floatKnob(name, example, doc string, ptr func(*Config) *float64) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return floatValue{ptr(c), example} }}
 }
 
-type floatValue float64
+type floatValue struct {
+	p       *float64
+	example string
+}
 
-func (v *floatValue) set(s string) error {
+func (v floatValue) set(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("must be a number such as 0.5 or 2")
+		if pct, ok := strings.CutSuffix(s, "%"); ok {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(pct), 64); err == nil {
+				return fmt.Errorf("must be a number such as %s, not a percentage (write %s as %s)", v.example, s, strconv.FormatFloat(f/100, 'g', -1, 64))
+			}
+		}
+		return fmt.Errorf("must be a number such as %s", v.example)
 	}
-	*v = floatValue(f)
+	*v.p = f
 	return nil
 }
 
-func (v *floatValue) get() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v floatValue) get() string { return strconv.FormatFloat(*v.p, 'g', -1, 64) }
 
-func intKnob(name, field, doc string, ptr func(*Config) *int) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*intValue)(ptr(c)) }}
+func intKnob(name, doc string, ptr func(*Config) *int) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return (*intValue)(ptr(c)) }}
 }
 
 type intValue int
@@ -305,8 +366,8 @@ func (v *intValue) set(s string) error {
 
 func (v *intValue) get() string { return strconv.Itoa(int(*v)) }
 
-func bytesKnob(name, field, doc string, ptr func(*Config) *int64) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*bytesValue)(ptr(c)) }}
+func bytesKnob(name, doc string, ptr func(*Config) *int64) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return (*bytesValue)(ptr(c)) }}
 }
 
 type bytesValue int64
@@ -342,8 +403,8 @@ func (v *bytesValue) get() string {
 	return strconv.FormatInt(n, 10)
 }
 
-func modeKnob(name, field, doc string, ptr func(*Config) *latency.Mode) knob {
-	return knob{name: name, field: field, doc: doc, bind: func(c *Config) value { return (*modeValue)(ptr(c)) }}
+func modeKnob(name, doc string, ptr func(*Config) *latency.Mode) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, bind: func(c *Config) value { return (*modeValue)(ptr(c)) }}
 }
 
 type modeValue latency.Mode
@@ -364,8 +425,8 @@ func (v *modeValue) get() string {
 	return string(*v)
 }
 
-func codesKnob(name, field, doc string, ptr func(*Config) *[]int) knob {
-	return knob{name: name, field: field, doc: doc, shape: list, bind: func(c *Config) value { return (*codesValue)(ptr(c)) }}
+func codesKnob(name, doc string, ptr func(*Config) *[]int) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, shape: list, bind: func(c *Config) value { return (*codesValue)(ptr(c)) }}
 }
 
 // codesValue is a list of response codes: nil is the mode's set ("default"),
@@ -408,8 +469,8 @@ func (v *codesValue) get() string {
 	return strings.Join(parts, ",")
 }
 
-func durationsKnob(name, field, doc string, ptr func(*Config) *latency.DurationTable) knob {
-	return knob{name: name, field: field, doc: doc, shape: columns, bind: func(c *Config) value { return durationsValue{ptr(c)} }}
+func durationsKnob(name, doc string, ptr func(*Config) *latency.DurationTable) knob {
+	return knob{name: name, field: fieldPath(ptr), doc: doc, shape: columns, bind: func(c *Config) value { return durationsValue{ptr(c)} }}
 }
 
 // durationsValue is a duration table written as its two columns,
@@ -441,11 +502,7 @@ func (v durationsValue) set(s string) error {
 	}
 	t, err := latency.NewStepTable(parsed[0], parsed[1])
 	if err != nil {
-		msg := err.Error()
-		if ce, ok := err.(*latency.ConfigError); ok {
-			msg = fmt.Sprintf("%s %v: %s", ce.Field, ce.Value, ce.Reason)
-		}
-		return &causeError{msg: msg, cause: err}
+		return columnErrors(err)
 	}
 	*v.p = t
 	return nil
@@ -472,5 +529,40 @@ func joinDurations(ds []time.Duration) string {
 
 // columnKeys are the keys of a duration table written as a file mapping.
 var columnKeys = []string{"latency_max", "not_available"}
+
+// columnOf names latency.NewStepTable's arguments, which its errors report
+// as their Field, by the columns' keys.
+var columnOf = map[string]string{"latencyMax": columnKeys[0], "notAvailable": columnKeys[1]}
+
+// columnErrors restates latency.NewStepTable's problems (one
+// *latency.ConfigError each) in the knob's words: "latency_max item 2
+// (100ms): thresholds must be strictly ascending (the one before is 1s)".
+func columnErrors(err error) error {
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	out := make([]error, len(parts))
+	for i, part := range parts {
+		ce, ok := part.(*latency.ConfigError)
+		if !ok {
+			out[i] = part
+			continue
+		}
+		name := ce.Field
+		if col, ok := columnOf[ce.Field]; ok {
+			name = col
+		}
+		if ce.Item > 0 {
+			name += " item " + strconv.Itoa(ce.Item)
+		}
+		reason := ce.Reason
+		if col, ok := columnOf[ce.Related]; ok {
+			reason = strings.ReplaceAll(reason, ce.Related, col)
+		}
+		out[i] = &causeError{msg: fmt.Sprintf("%s (%v): %s", name, ce.Value, reason), cause: ce}
+	}
+	return errors.Join(out...)
+}
 
 func isColumnKey(k string) bool { return slices.Contains(columnKeys, k) }

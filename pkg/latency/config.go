@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/mqfault/mqfault/internal/configerr"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -163,57 +164,67 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate reports the first setting that is out of range, as a *ConfigError.
+// Validate checks every setting and returns nil, or one *ConfigError per
+// problem joined with errors.Join (so errors.As finds the first and the
+// message has one problem per line).
 func (c Config) Validate() error {
-	switch {
-	case !c.Mode.Valid():
-		return &ConfigError{Field: "Mode", Value: string(c.Mode), Reason: `must be "v5" or "v4"`}
-	case c.DetectInterval <= 0:
-		return &ConfigError{Field: "DetectInterval", Value: c.DetectInterval, Reason: "must be positive"}
-	case c.DetectTimeout <= 0:
-		return &ConfigError{Field: "DetectTimeout", Value: c.DetectTimeout, Reason: "must be positive"}
-	case c.DetectPeriod <= 0:
-		return &ConfigError{Field: "DetectPeriod", Value: c.DetectPeriod, Reason: "must be positive"}
-	case c.DetectParallel < 1:
-		return &ConfigError{Field: "DetectParallel", Value: c.DetectParallel, Reason: "must be at least 1"}
-	case c.Mode == ModeV4 && c.Detector:
-		return &ConfigError{Field: "Detector", Value: true, Reason: "mode v4 has no detector"}
+	var l configerr.List
+	if !c.Mode.Valid() {
+		l.Add(invalid("Mode", string(c.Mode), `must be "v5" or "v4"`))
 	}
-	if err := c.validatePolicies(); err != nil {
-		return err
+	if c.DetectInterval <= 0 {
+		l.Add(invalid("DetectInterval", c.DetectInterval, "must be positive"))
 	}
+	if c.DetectTimeout <= 0 {
+		l.Add(invalid("DetectTimeout", c.DetectTimeout, "must be positive"))
+	}
+	if c.DetectPeriod <= 0 {
+		l.Add(invalid("DetectPeriod", c.DetectPeriod, "must be positive"))
+	}
+	if c.DetectParallel < 1 {
+		l.Add(invalid("DetectParallel", c.DetectParallel, "must be at least 1"))
+	}
+	if c.Mode == ModeV4 && c.Detector {
+		l.Add(invalid("Detector", true, "mode v4 has no detector"))
+	}
+	c.validatePolicies(&l)
 	for i, f := range c.Filters {
 		if f == nil {
-			return &ConfigError{Field: "Filters", Value: i, Reason: "filter is nil"}
-		}
-		if fn, ok := f.(route.QueueFilterFunc); ok && fn == nil {
-			return &ConfigError{Field: "Filters", Value: i, Reason: "filter is a nil QueueFilterFunc"}
+			l.Add(&ConfigError{Field: "Filters", Item: i + 1, Value: nil, Reason: "filter is nil", Err: ErrInvalidConfig})
+		} else if fn, ok := f.(route.QueueFilterFunc); ok && fn == nil {
+			l.Add(&ConfigError{Field: "Filters", Item: i + 1, Value: nil, Reason: "filter is a nil QueueFilterFunc", Err: ErrInvalidConfig})
 		}
 	}
 	if c.Durations != nil && nilTable(c.Durations) {
-		return &ConfigError{Field: "Durations", Value: c.Durations, Reason: "is a nil table (leave it nil for the mode's own)"}
+		l.Add(invalid("Durations", c.Durations, "is a nil table (leave it nil for the mode's own)"))
 	}
-	return nil
+	return l.Err()
 }
 
 // validatePolicies checks the policies past the reference.
-func (c Config) validatePolicies() error {
+func (c Config) validatePolicies(l *configerr.List) {
 	f, m := c.MaxIsolatedFraction, c.IsolationBackoff
-	switch {
-	case math.IsNaN(f) || f < 0 || f > 1:
-		return &ConfigError{Field: "MaxIsolatedFraction", Value: f, Reason: "must be in [0, 1] (0 turns the cap off)"}
-	case math.IsNaN(m) || math.IsInf(m, 0) || (m != 0 && m < 1):
-		return &ConfigError{Field: "IsolationBackoff", Value: m, Reason: "must be 0 (off) or a finite multiplier of at least 1"}
-	case c.MaxIsolation < 0:
-		return &ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must not be negative"}
-	case c.BackoffDecay < 0:
-		return &ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must not be negative"}
-	case m != 0 && c.MaxIsolation == 0:
-		return &ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on"}
-	case m != 0 && c.BackoffDecay == 0:
-		return &ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must be at least 1 while IsolationBackoff is on"}
+	if math.IsNaN(f) || f < 0 || f > 1 {
+		l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))
 	}
-	return nil
+	backoffOK := !math.IsNaN(m) && !math.IsInf(m, 0) && (m == 0 || m >= 1)
+	if !backoffOK {
+		l.Add(invalid("IsolationBackoff", m, "must be 0 (off) or a finite multiplier of at least 1"))
+	}
+	switch {
+	case c.MaxIsolation < 0:
+		l.Add(invalid("MaxIsolation", c.MaxIsolation, "must not be negative"))
+	case backoffOK && m != 0 && c.MaxIsolation == 0:
+		l.Add(&ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on",
+			Related: "IsolationBackoff", Err: ErrInvalidConfig})
+	}
+	switch {
+	case c.BackoffDecay < 0:
+		l.Add(invalid("BackoffDecay", c.BackoffDecay, "must not be negative"))
+	case backoffOK && m != 0 && c.BackoffDecay == 0:
+		l.Add(&ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must be at least 1 while IsolationBackoff is on",
+			Related: "IsolationBackoff", Err: ErrInvalidConfig})
+	}
 }
 
 // nilTable reports whether t is a typed nil of the package's own table types,

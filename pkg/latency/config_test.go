@@ -99,12 +99,12 @@ func TestNewStepTable(t *testing.T) {
 	}{
 		{"empty", nil, nil, ""},
 		{"one step", msd(10), msd(5), ""},
-		{"unequal lengths, thresholds longer", msd(1, 2, 3), msd(1, 2), "duration table"},
-		{"unequal lengths, durations longer", msd(1, 2), msd(1, 2, 3), "duration table"},
+		{"unequal lengths, thresholds longer", msd(1, 2, 3), msd(1, 2), "notAvailable"},
+		{"unequal lengths, durations longer", msd(1, 2), msd(1, 2, 3), "notAvailable"},
 		{"equal thresholds", msd(1, 2, 2), msd(1, 2, 3), "latencyMax[2]"},
 		{"descending thresholds", msd(1, 3, 2), msd(1, 2, 3), "latencyMax[2]"},
 		{"negative threshold", msd(-1, 2), msd(1, 2), "latencyMax[0]"},
-		{"negative duration", msd(1, 2), msd(1, -2), "notAvailableDuration[1]"},
+		{"negative duration", msd(1, 2), msd(1, -2), "notAvailable[1]"},
 		{"durations need not ascend", msd(1, 2), msd(9, 1), ""},
 	}
 	for _, tt := range tests {
@@ -123,7 +123,7 @@ func TestNewStepTable(t *testing.T) {
 				t.Fatalf("NewStepTable() error = %v, want one matching ErrInvalidConfig", err)
 			}
 			var ce *latency.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tt.wantField {
+			if !errors.As(err, &ce) || fieldName(ce) != tt.wantField {
 				t.Errorf("NewStepTable() error = %#v, want a *ConfigError for %s", err, tt.wantField)
 			}
 			if !strings.HasPrefix(err.Error(), "latency: "+tt.wantField+" = ") {
@@ -280,8 +280,16 @@ func TestModeValid(t *testing.T) {
 	}
 }
 
+// fieldName is ce's field as Error prints it, with a Go index for an item.
+func fieldName(ce *latency.ConfigError) string {
+	if ce.Item > 0 {
+		return ce.Field + "[" + itoa(ce.Item-1) + "]"
+	}
+	return ce.Field
+}
+
 func TestConfigErrorMessage(t *testing.T) {
-	err := &latency.ConfigError{Field: "DetectInterval", Value: time.Duration(0), Reason: "must be positive"}
+	err := &latency.ConfigError{Field: "DetectInterval", Value: time.Duration(0), Reason: "must be positive", Err: latency.ErrInvalidConfig}
 	if got, want := err.Error(), "latency: DetectInterval = 0s: must be positive"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
@@ -353,9 +361,9 @@ func TestNewStrategyFaultTableMode(t *testing.T) {
 	}{
 		{"same mode", latency.Reference4(), latency.NewFaultTable(latency.ModeV4, nil), ""},
 		{"default modes", latency.Config{DetectInterval: 1, DetectTimeout: 1, DetectPeriod: 1, DetectParallel: 1}, latency.NewFaultTable("", nil), ""},
-		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "FaultTolerance"},
-		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "FaultTolerance"},
-		{"nil table", latency.Reference5(), nil, "FaultTolerance"},
+		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "WithFaultTolerance"},
+		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "WithFaultTolerance"},
+		{"nil table", latency.Reference5(), nil, "WithFaultTolerance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -372,5 +380,53 @@ func TestNewStrategyFaultTableMode(t *testing.T) {
 				t.Errorf("NewStrategy() error = %v, want a *ConfigError for %s", err, tt.wantField)
 			}
 		})
+	}
+}
+
+// TestConfigValidateEveryProblem checks that Validate reports every setting
+// out of range at once, one *ConfigError per problem in field order, each
+// line of the message one problem, and that a policy setting that depends
+// on an invalid one is not reported as a second problem.
+func TestConfigValidateEveryProblem(t *testing.T) {
+	cfg := latency.DefaultConfig()
+	cfg.DetectTimeout = -time.Second
+	cfg.DetectParallel = 0
+	cfg.MaxIsolatedFraction = 2
+	cfg.IsolationBackoff = 0.5
+	cfg.MaxIsolation = 0 // fine while the backoff is invalid: not reported
+	cfg.BackoffDecay = -1
+	err := cfg.Validate()
+	want := []string{
+		"latency: DetectTimeout = -1s: must be positive",
+		"latency: DetectParallel = 0: must be at least 1",
+		"latency: MaxIsolatedFraction = 2: must be in [0, 1] (0 turns the cap off)",
+		"latency: IsolationBackoff = 0.5: must be 0 (off) or a finite multiplier of at least 1",
+		"latency: BackoffDecay = -1: must not be negative",
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("Validate() =\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	var ce *latency.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "DetectTimeout" || !errors.Is(err, latency.ErrInvalidConfig) {
+		t.Errorf("errors.As(Validate()) = %v, want the DetectTimeout *ConfigError first", ce)
+	}
+
+	cfg = latency.DefaultConfig()
+	cfg.MaxIsolation = 0
+	cfg.BackoffDecay = 0
+	err = cfg.Validate()
+	if !errors.As(err, &ce) || ce.Field != "MaxIsolation" || ce.Related != "IsolationBackoff" || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("Validate() = %v, want MaxIsolation and BackoffDecay, related to IsolationBackoff", err)
+	}
+
+	_, err = latency.NewStepTable(msd(2, 1, -1), msd(1, -1))
+	wantTable := []string{
+		"latency: notAvailable = 2 items: must have as many items as latencyMax (3 items): the columns go in pairs",
+		"latency: latencyMax[1] = 1ms: thresholds must be strictly ascending (the one before is 2ms)",
+		"latency: latencyMax[2] = -1ms: must not be negative",
+		"latency: notAvailable[1] = -1ms: must not be negative",
+	}
+	if err == nil || err.Error() != strings.Join(wantTable, "\n") {
+		t.Errorf("NewStepTable() =\n%v\nwant\n%s", err, strings.Join(wantTable, "\n"))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
 // DurationTable decides how long a broker is isolated after a send that took
@@ -29,27 +31,41 @@ var _ DurationTable = (*StepTable)(nil)
 // NewStepTable builds a table from its two columns. Columns of unequal length,
 // thresholds not strictly ascending and negative values are errors (the
 // reference throws only when the threshold column is the longer one and
-// silently accepts thresholds out of order, which changes its answers).
+// silently accepts thresholds out of order, which changes its answers): one
+// *ConfigError per problem, joined, whose Field is the column (latencyMax or
+// notAvailable) and Item the position in it, from 1.
 func NewStepTable(latencyMax, notAvailable []time.Duration) (*StepTable, error) {
+	var l configerr.List
 	if len(latencyMax) != len(notAvailable) {
-		return nil, &ConfigError{Field: "duration table", Value: strconv.Itoa(len(latencyMax)) + " thresholds, " + strconv.Itoa(len(notAvailable)) + " durations",
-			Reason: "the two columns must have the same length"}
+		l.Add(&ConfigError{Field: "notAvailable", Value: items(len(notAvailable)),
+			Reason:  "must have as many items as latencyMax (" + items(len(latencyMax)) + "): the columns go in pairs",
+			Related: "latencyMax", Err: ErrInvalidConfig})
 	}
-	for i, l := range latencyMax {
-		if l < 0 {
-			return nil, &ConfigError{Field: "latencyMax[" + strconv.Itoa(i) + "]", Value: l, Reason: "must not be negative"}
-		}
-		if i > 0 && l <= latencyMax[i-1] {
-			return nil, &ConfigError{Field: "latencyMax[" + strconv.Itoa(i) + "]", Value: l,
-				Reason: "thresholds must be strictly ascending (previous is " + latencyMax[i-1].String() + ")"}
+	for i, d := range latencyMax {
+		switch {
+		case d < 0:
+			l.Add(&ConfigError{Field: "latencyMax", Item: i + 1, Value: d, Reason: "must not be negative", Err: ErrInvalidConfig})
+		case i > 0 && d <= latencyMax[i-1]:
+			l.Add(&ConfigError{Field: "latencyMax", Item: i + 1, Value: d,
+				Reason: "thresholds must be strictly ascending (the one before is " + latencyMax[i-1].String() + ")", Err: ErrInvalidConfig})
 		}
 	}
 	for i, d := range notAvailable {
 		if d < 0 {
-			return nil, &ConfigError{Field: "notAvailableDuration[" + strconv.Itoa(i) + "]", Value: d, Reason: "must not be negative"}
+			l.Add(&ConfigError{Field: "notAvailable", Item: i + 1, Value: d, Reason: "must not be negative", Err: ErrInvalidConfig})
 		}
 	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
 	return &StepTable{latencyMax: slices.Clone(latencyMax), notAvailable: slices.Clone(notAvailable)}, nil
+}
+
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return strconv.Itoa(n) + " items"
 }
 
 // MustStepTable is NewStepTable for tables known to be valid at compile time;

@@ -2,26 +2,29 @@ package latency
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
 // ErrInvalidConfig is what every configuration error matches with errors.Is.
 var ErrInvalidConfig = errors.New("latency: invalid configuration")
 
-// ConfigError names the setting that is wrong, its value and why. It matches
-// ErrInvalidConfig.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
+// ConfigError names the setting that is wrong, its value and why: Field is a
+// Config field as Go spells it ("DetectTimeout") or NewStepTable's column
+// ("latencyMax", "notAvailable", with Item the position from 1), Value the
+// value found, Reason what is wrong, Related another field Reason speaks of,
+// and Err is ErrInvalidConfig, which it matches. Config.Validate joins one
+// per problem.
+//
+// It is the one configuration error type of mqfault's packages
+// (producer.ConfigError and host.ConfigError are the same type), so one
+// errors.As finds any of them.
+type ConfigError = configerr.Error
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("latency: %s = %v: %s", e.Field, e.Value, e.Reason)
+// invalid returns a *ConfigError matching ErrInvalidConfig.
+func invalid(field string, value any, reason string) *ConfigError {
+	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // ErrProbeInconclusive is what a ServiceDetector returns (or wraps) when a
 // probe yields no information, for instance because the detector itself is

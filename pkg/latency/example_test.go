@@ -159,7 +159,7 @@ func ExampleNewStepTable() {
 	fmt.Println(err)
 	// Output:
 	// <nil> 0s 10s 10s
-	// latency: latencyMax[1] = 100ms: thresholds must be strictly ascending (previous is 1s)
+	// latency: latencyMax[1] = 100ms: thresholds must be strictly ascending (the one before is 1s)
 }
 
 // The built-in detector dials the broker over TCP within the probe's

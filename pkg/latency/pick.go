@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"github.com/mqfault/mqfault/pkg/route"
@@ -59,34 +60,12 @@ func (s Stage) String() string {
 	if int(s) < len(stageNames) {
 		return stageNames[s]
 	}
-	return "stage(" + itoa(int(s)) + ")"
+	return "stage(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Stages lists every stage that can answer a pick, in cascade order.
 func Stages() []Stage {
 	return []Stage{StageAvailable, StageReachable, StageNotLast, StageFiltered, StageLeastBad, StageAny}
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }
 
 // binding is what a strategy derives from one publish info, kept with it as

@@ -120,14 +120,14 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if t, ok := o.ft.(*FaultTable); ok {
 		switch {
 		case t == nil:
-			return nil, &ConfigError{Field: "FaultTolerance", Value: "(*FaultTable)(nil)", Reason: "is a nil table (leave it out for a new one)"}
+			return nil, invalid("WithFaultTolerance", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
 		case t.mode != mode:
-			return nil, &ConfigError{Field: "FaultTolerance", Value: string(t.mode),
-				Reason: "the fault table's update rules are those of another mode than the strategy's (" + string(mode) + ")"}
+			return nil, invalid("WithFaultTolerance", string(t.mode),
+				"the fault table's update rules are those of another mode than the strategy's ("+string(mode)+")")
 		}
 	}
 	if cfg.Detector && o.resolver == nil && o.ft == nil {
-		return nil, &ConfigError{Field: "Detector", Value: true, Reason: "the detector needs a Resolver (WithResolver)"}
+		return nil, invalid("Detector", true, "the detector needs a Resolver (WithResolver)")
 	}
 	s := &Strategy{
 		mode:    mode,
@@ -246,11 +246,15 @@ func (s *Strategy) IsolationLatency() time.Duration { return s.isolationLatency 
 // reachable, v4 ignores it. With Config.IsolationBackoff on, a failure's
 // isolation grows with the broker's unforgiven failure isolations (see
 // BackoffLevel), and an update that isolates nothing forgives one unit of them.
+// A negative latency (a caller's clock that stepped back) counts as 0: it is
+// recorded, and looked up in the duration table, as 0 (the reference would
+// store it and rank the broker above every healthy one).
 // Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	if !s.faultOn.Load() {
 		return
 	}
+	latency = max(latency, 0)
 	lookup, reason := latency, ReasonLatency
 	if isolation {
 		lookup, reason = s.isolationLatency, ReasonFailure

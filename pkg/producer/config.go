@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mqfault/mqfault/internal/configerr"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -88,25 +89,33 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate reports the first setting that is out of range, as a *ConfigError.
+// Validate checks every setting and returns nil, or one *ConfigError per
+// problem joined with errors.Join (errors.As finds the first; the message
+// has one problem per line).
 func (c Config) Validate() error {
-	switch {
-	case c.RetryTimes < 0:
-		return &ConfigError{"RetryTimes", c.RetryTimes, "must not be negative"}
-	case c.AsyncRetryTimes < 0:
-		return &ConfigError{"AsyncRetryTimes", c.AsyncRetryTimes, "must not be negative"}
-	case c.Timeout <= 0:
-		return &ConfigError{"Timeout", c.Timeout, "must be positive"}
-	case c.MaxTimeoutPerRequest < 0:
-		return &ConfigError{"MaxTimeoutPerRequest", c.MaxTimeoutPerRequest, "must not be negative (0 turns the cap off)"}
-	case c.AsyncMaxInFlight < 0:
-		return &ConfigError{"AsyncMaxInFlight", c.AsyncMaxInFlight, "must not be negative (0 means no bound)"}
-	case c.AsyncMaxBytes < 0:
-		return &ConfigError{"AsyncMaxBytes", c.AsyncMaxBytes, "must not be negative (0 means no bound)"}
-	case c.RouteRefreshInterval <= 0:
-		return &ConfigError{"RouteRefreshInterval", c.RouteRefreshInterval, "must be positive"}
+	var l configerr.List
+	if c.RetryTimes < 0 {
+		l.Add(invalid("RetryTimes", c.RetryTimes, "must not be negative"))
 	}
-	return nil
+	if c.AsyncRetryTimes < 0 {
+		l.Add(invalid("AsyncRetryTimes", c.AsyncRetryTimes, "must not be negative"))
+	}
+	if c.Timeout <= 0 {
+		l.Add(invalid("Timeout", c.Timeout, "must be positive"))
+	}
+	if c.MaxTimeoutPerRequest < 0 {
+		l.Add(invalid("MaxTimeoutPerRequest", c.MaxTimeoutPerRequest, "must not be negative (0 turns the cap off)"))
+	}
+	if c.AsyncMaxInFlight < 0 {
+		l.Add(invalid("AsyncMaxInFlight", c.AsyncMaxInFlight, "must not be negative (0 means no bound)"))
+	}
+	if c.AsyncMaxBytes < 0 {
+		l.Add(invalid("AsyncMaxBytes", c.AsyncMaxBytes, "must not be negative (0 means no bound)"))
+	}
+	if c.RouteRefreshInterval <= 0 {
+		l.Add(invalid("RouteRefreshInterval", c.RouteRefreshInterval, "must be positive"))
+	}
+	return l.Err()
 }
 
 // Policy is a Config resolved for a strategy mode: the immutable rules every
@@ -132,7 +141,7 @@ func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 		mode = latency.ModeV5
 	}
 	if mode != latency.ModeV5 && mode != latency.ModeV4 {
-		return nil, &ConfigError{"mode", string(mode), `must be "v5" or "v4"`}
+		return nil, invalid("mode", string(mode), `must be "v5" or "v4"`)
 	}
 	codes := cfg.RetryCodes
 	if codes == nil {

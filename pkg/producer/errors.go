@@ -3,10 +3,11 @@ package producer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
 // ErrNoRoute is what every "the producer has no route for this topic" error
@@ -43,20 +44,17 @@ var ErrInvalidMessage = errors.New("producer: invalid message")
 // ErrInvalidConfig is matched by every *ConfigError.
 var ErrInvalidConfig = errors.New("producer: invalid configuration")
 
-// ConfigError names the setting that is wrong, its value and why. It matches
-// ErrInvalidConfig.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
+// ConfigError names the setting that is wrong, its value and why: Field is a
+// Config field as Go spells it ("RetryTimes") or a New argument
+// ("transport"), and Err is ErrInvalidConfig, which it matches.
+// Config.Validate joins one per problem. It is the same type as
+// latency.ConfigError (see there), so one errors.As finds either.
+type ConfigError = configerr.Error
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("producer: %s = %v: %s", e.Field, e.Value, e.Reason)
+// invalid returns a *ConfigError matching ErrInvalidConfig.
+func invalid(field string, value any, reason string) *ConfigError {
+	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // RouteError says that the producer has no usable route for Topic: the
 // RouteSource failed (Err is its error), said the topic does not exist, or

@@ -98,11 +98,11 @@ func WithRouteOptions(opts ...route.Option) Option {
 func New(transport Transport, routes RouteSource, strat *latency.Strategy, cfg Config, opts ...Option) (*Producer, error) {
 	switch {
 	case transport == nil:
-		return nil, &ConfigError{"transport", nil, "must not be nil"}
+		return nil, invalid("transport", nil, "must not be nil")
 	case routes == nil:
-		return nil, &ConfigError{"routes", nil, "must not be nil"}
+		return nil, invalid("routes", nil, "must not be nil")
 	case strat == nil:
-		return nil, &ConfigError{"strategy", nil, "must not be nil"}
+		return nil, invalid("strategy", nil, "must not be nil")
 	}
 	policy, err := NewPolicy(cfg, strat.Mode())
 	if err != nil {

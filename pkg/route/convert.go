@@ -38,11 +38,11 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 	}
 	for i, qd := range data.QueueDatas {
 		if qd.BrokerName == "" {
-			return nil, &Error{Topic: topic, Field: "queueDatas[" + itoa(i) + "].brokerName", Reason: "is empty"}
+			return nil, &Error{Topic: topic, Field: "queueDatas[" + strconv.Itoa(i) + "].brokerName", Reason: "is empty"}
 		}
 		if qd.WriteQueueNums < 0 || qd.WriteQueueNums > MaxQueuesPerBroker {
-			return nil, &Error{Topic: topic, Field: "queueDatas[" + qd.BrokerName + "].writeQueueNums", Value: itoa(qd.WriteQueueNums),
-				Reason: "must be between 0 and " + itoa(MaxQueuesPerBroker)}
+			return nil, &Error{Topic: topic, Field: "queueDatas[" + qd.BrokerName + "].writeQueueNums", Value: strconv.Itoa(qd.WriteQueueNums),
+				Reason: "must be between 0 and " + strconv.Itoa(MaxQueuesPerBroker)}
 		}
 	}
 	sorted := slices.Clone(data.QueueDatas)
@@ -87,8 +87,8 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 			continue
 		}
 		if total += qd.WriteQueueNums; total > maxQueues {
-			return nil, &Error{Topic: topic, Field: "queueDatas", Value: itoa(len(data.QueueDatas)) + " entries",
-				Reason: "bring the topic over " + itoa(maxQueues) + " queues"}
+			return nil, &Error{Topic: topic, Field: "queueDatas", Value: strconv.Itoa(len(data.QueueDatas)) + " entries",
+				Reason: "bring the topic over " + strconv.Itoa(maxQueues) + " queues"}
 		}
 		shares = append(shares, share{qd.BrokerName, qd.WriteQueueNums})
 	}
@@ -136,10 +136,10 @@ func parseOrderConf(topic, conf string) ([]MessageQueue, error) {
 			return nil, bad(entry, "has a count that is not a number")
 		}
 		if nums < 0 || nums > MaxQueuesPerBroker {
-			return nil, bad(entry, "has a count outside 0.."+itoa(MaxQueuesPerBroker))
+			return nil, bad(entry, "has a count outside 0.."+strconv.Itoa(MaxQueuesPerBroker))
 		}
 		if total += int(nums); total > maxQueues {
-			return nil, bad(entry, "brings the topic over "+itoa(maxQueues)+" queues")
+			return nil, bad(entry, "brings the topic over "+strconv.Itoa(maxQueues)+" queues")
 		}
 		shares = append(shares, share{item[0], int(nums)})
 	}
@@ -210,7 +210,7 @@ func staticQueues(topic string, mappings map[string]TopicQueueMappingInfo) ([]Me
 		}
 		if info.TotalQueues > MaxQueuesPerBroker {
 			return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker[" + broker + "].totalQueues",
-				Value: itoa(info.TotalQueues), Reason: "is over " + itoa(MaxQueuesPerBroker)}
+				Value: strconv.Itoa(info.TotalQueues), Reason: "is over " + strconv.Itoa(MaxQueuesPerBroker)}
 		}
 		name := MockBrokerName(*info.Scope)
 		if info.Epoch >= -1 && info.TotalQueues > totals[name] {
@@ -222,8 +222,8 @@ func staticQueues(topic string, mappings map[string]TopicQueueMappingInfo) ([]Me
 		sum += total
 	}
 	if sum > maxQueues {
-		return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker", Value: itoa(len(totals)) + " scopes",
-			Reason: "bring the topic over " + itoa(maxQueues) + " queues"}
+		return nil, &Error{Topic: topic, Field: "topicQueueMappingByBroker", Value: strconv.Itoa(len(totals)) + " scopes",
+			Reason: "bring the topic over " + strconv.Itoa(maxQueues) + " queues"}
 	}
 	queues := make([]MessageQueue, 0, sum)
 	for name, total := range totals {

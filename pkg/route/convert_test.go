@@ -556,7 +556,7 @@ func TestPermissions(t *testing.T) {
 		{-1, true, true},
 	}
 	for _, tt := range tests {
-		t.Run(itoa(tt.perm), func(t *testing.T) {
+		t.Run(strconv.Itoa(tt.perm), func(t *testing.T) {
 			if got := route.Writable(tt.perm); got != tt.writable {
 				t.Errorf("Writable(%d) = %t, want %t", tt.perm, got, tt.writable)
 			}
@@ -586,7 +586,7 @@ func TestMessageQueueString(t *testing.T) {
 func manyBrokers(brokers, queues int) *route.TopicRouteData {
 	data := &route.TopicRouteData{}
 	for i := range brokers {
-		name := "b" + itoa(i)
+		name := "b" + strconv.Itoa(i)
 		data.QueueDatas = append(data.QueueDatas, qd(name, queues, rw))
 		data.BrokerDatas = append(data.BrokerDatas, master(name))
 	}
@@ -596,12 +596,10 @@ func manyBrokers(brokers, queues int) *route.TopicRouteData {
 func manyScopes(scopes, queues int) *route.TopicRouteData {
 	data := &route.TopicRouteData{TopicQueueMappingByBroker: map[string]route.TopicQueueMappingInfo{}}
 	for i := range scopes {
-		data.TopicQueueMappingByBroker["b"+itoa(i)] = route.TopicQueueMappingInfo{Scope: route.Str("s" + itoa(i)), TotalQueues: queues}
+		data.TopicQueueMappingByBroker["b"+strconv.Itoa(i)] = route.TopicQueueMappingInfo{Scope: route.Str("s" + strconv.Itoa(i)), TotalQueues: queues}
 	}
 	return data
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestNewPublishInfoLimits checks that the largest allowed brokers convert
 // (the topic's total limit is checked before anything is allocated, see

@@ -27,5 +27,3 @@ func (e *Error) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidRoute) true.
 func (e *Error) Is(target error) bool { return target == ErrInvalidRoute }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -2,6 +2,7 @@ package route_test
 
 import (
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestAbs32(t *testing.T) {
 		{0, 0}, {5, 5}, {-5, 5}, {math.MaxInt32, math.MaxInt32}, {-math.MaxInt32, math.MaxInt32}, {math.MinInt32, math.MinInt32},
 	}
 	for _, tt := range tests {
-		t.Run(itoa(int(tt.in)), func(t *testing.T) {
+		t.Run(strconv.Itoa(int(tt.in)), func(t *testing.T) {
 			if got := route.Abs32(tt.in); got != tt.want {
 				t.Errorf("Abs32(%d) = %d, want %d", tt.in, got, tt.want)
 			}
@@ -135,7 +136,7 @@ func TestPosition(t *testing.T) {
 		{math.MaxInt32, 1 << 20, (math.MaxInt32) % (1 << 20)},
 	}
 	for _, tt := range tests {
-		t.Run(itoa(int(tt.stored))+"/"+itoa(tt.n), func(t *testing.T) {
+		t.Run(strconv.Itoa(int(tt.stored))+"/"+strconv.Itoa(tt.n), func(t *testing.T) {
 			if got := route.Position(tt.stored, tt.n); got != tt.want {
 				t.Errorf("Position(%d, %d) = %d, want %d", tt.stored, tt.n, got, tt.want)
 			}

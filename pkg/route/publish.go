@@ -1,6 +1,8 @@
 package route
 
 import (
+	"errors"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -75,16 +77,41 @@ func newPublishInfo(topic string, queues []MessageQueue, ordered bool, writeNums
 // NewPublishInfoFromQueues builds a publish info over the given queues, in the
 // given order, for producers whose routes do not come from a RocketMQ name
 // server. WriteQueueNums of a broker is then the number of its queues in the
-// list. The slice is copied.
+// list. The slice is copied; a queue whose Topic is empty gets topic.
+//
+// An empty topic, a queue of another topic and a queue without a broker name
+// are errors: a *Error per problem in the order of the queues (at most 10,
+// then one saying how many more), joined.
 func NewPublishInfoFromQueues(topic string, queues []MessageQueue, opts ...Option) (*PublishInfo, error) {
+	if topic == "" {
+		return nil, &Error{Topic: topic, Field: "topic", Reason: "is empty"}
+	}
 	qs := make([]MessageQueue, len(queues))
 	copy(qs, queues)
 	nums := make(map[string]int)
-	for i, q := range qs {
-		if q.BrokerName == "" {
-			return nil, &Error{Topic: topic, Field: "queues", Value: q.String(), Reason: "queue " + itoa(i) + " has an empty broker name"}
+	var errs []error
+	for i := range qs {
+		q := &qs[i]
+		switch {
+		case q.BrokerName == "":
+			errs = append(errs, &Error{Topic: topic, Field: "queues", Value: q.String(), Reason: "queue " + strconv.Itoa(i) + " has an empty broker name"})
+		case q.Topic != "" && q.Topic != topic:
+			errs = append(errs, &Error{Topic: topic, Field: "queues", Value: q.String(), Reason: "queue " + strconv.Itoa(i) + " is of topic " + strconv.Quote(q.Topic)})
+		}
+		if q.Topic == "" {
+			q.Topic = topic
 		}
 		nums[q.BrokerName]++
+	}
+	if len(errs) > 0 {
+		const most = 10
+		if len(errs) > most {
+			errs = append(errs[:most], &Error{Topic: topic, Field: "queues", Reason: "and " + strconv.Itoa(len(errs)-most) + " more queues with problems"})
+		}
+		if len(errs) == 1 {
+			return nil, errs[0]
+		}
+		return nil, errors.Join(errs...)
 	}
 	return newPublishInfo(topic, qs, false, nums, opts), nil
 }

@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/yamldoc"
 )
 
 // ErrInvalidScenario is what every scenario error matches with errors.Is.
@@ -158,31 +162,37 @@ type FieldError struct {
 }
 
 // Error returns "line N: path: message", without the line when it is
-// unknown.
+// unknown and without the path when the problem is the file's as a whole.
 func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Path, e.Msg)
-	}
-	if e.Path == "" {
-		return e.Msg
-	}
-	return e.Path + ": " + e.Msg
+	return yamldoc.Problem{Path: e.Path, Line: e.Line, Column: e.Column, Msg: e.Msg}.String()
 }
 
 // Is makes errors.Is(err, ErrInvalidScenario) true.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalidScenario }
 
-// maxErrors bounds how many field errors one validation reports.
+// maxErrors bounds how many field errors one validation reports; past it
+// the last line says how many more there are.
 const maxErrors = 20
 
 // problems collects field errors.
 type problems struct {
-	errs []error
-	pos  func(path string) (line, col int) // nil when positions are unknown
+	errs    []error
+	dropped int                               // problems past maxErrors
+	pos     func(path string) (line, col int) // nil when positions are unknown
+	// skip, when set, reports the paths whose value the decoder already
+	// refused: a check there would repeat the problem.
+	skip func(path string) bool
+	// brokersUnknown is true when some broker's name did not decode, so an
+	// event naming an unknown broker may name that one.
+	brokersUnknown bool
 }
 
 func (p *problems) add(path, format string, args ...any) {
+	if p.skip != nil && p.skip(path) {
+		return
+	}
 	if len(p.errs) >= maxErrors {
+		p.dropped++
 		return
 	}
 	fe := &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
@@ -192,7 +202,21 @@ func (p *problems) add(path, format string, args ...any) {
 	p.errs = append(p.errs, fe)
 }
 
-func (p *problems) err() error { return errors.Join(p.errs...) }
+// err joins the field errors, one per line, in document order for a
+// scenario read from YAML.
+func (p *problems) err() error {
+	errs := p.errs
+	if p.pos != nil {
+		errs = slices.Clone(errs)
+		slices.SortStableFunc(errs, func(a, b error) int {
+			return cmp.Compare(a.(*FieldError).Line, b.(*FieldError).Line)
+		})
+	}
+	if p.dropped > 0 {
+		errs = append(errs, &FieldError{Msg: fmt.Sprintf("... and %d more problems", p.dropped)})
+	}
+	return errors.Join(errs...)
+}
 
 // Validate checks every field of s and returns nil or an error joining one
 // *FieldError per problem (errors.Is(err, ErrInvalidScenario) is true).
@@ -303,7 +327,7 @@ func (l Latency) validate(p *problems, path string) {
 func (e Event) validate(p *problems, path string, brokers map[string]int, duration time.Duration) {
 	if e.Broker == "" {
 		p.add(path+".broker", "missing (which broker the event happens to)")
-	} else if _, ok := brokers[e.Broker]; !ok {
+	} else if _, ok := brokers[e.Broker]; !ok && !p.brokersUnknown {
 		p.add(path+".broker", "%q is not one of the scenario's brokers", e.Broker)
 	}
 	switch {

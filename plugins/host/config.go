@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,21 +60,21 @@ const (
 // withDefaults validates c and fills in defaults.
 func (c Config) withDefaults() (Config, error) {
 	if c.Path == "" {
-		return c, &ConfigError{Field: "Path", Value: `""`, Reason: "the plugin executable is required"}
+		return c, invalid("Path", `""`, "the plugin executable is required")
 	}
 	if c.SHA256 != "" {
 		b, err := hex.DecodeString(c.SHA256)
 		if err != nil || len(b) != 32 {
-			return c, &ConfigError{Field: "SHA256", Value: c.SHA256, Reason: "must be 64 hexadecimal digits"}
+			return c, invalid("SHA256", c.SHA256, "must be 64 hexadecimal digits")
 		}
 	}
 	for _, kv := range c.Env {
 		key, _, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok || key == "":
-			return c, &ConfigError{Field: "Env", Value: kv, Reason: "must be KEY=VALUE"}
+			return c, invalid("Env", kv, "must be KEY=VALUE")
 		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey:
-			return c, &ConfigError{Field: "Env", Value: kv, Reason: "go-plugin's variables and the magic cookie are set by the host"}
+			return c, invalid("Env", kv, "go-plugin's variables and the magic cookie are set by the host")
 		}
 	}
 	for _, d := range []struct {
@@ -87,14 +88,15 @@ func (c Config) withDefaults() (Config, error) {
 		{"MaxBackoff", &c.MaxBackoff, defaultMaxBackoff},
 	} {
 		if *d.v < 0 {
-			return c, &ConfigError{Field: d.name, Value: *d.v, Reason: "must not be negative"}
+			return c, invalid(d.name, *d.v, "must not be negative")
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if c.MinBackoff > c.MaxBackoff {
-		return c, &ConfigError{Field: "MinBackoff", Value: c.MinBackoff, Reason: "must not exceed MaxBackoff (" + c.MaxBackoff.String() + ")"}
+		return c, &ConfigError{Field: "MinBackoff", Value: c.MinBackoff, Reason: "must not exceed MaxBackoff (" + c.MaxBackoff.String() + ")",
+			Related: "MaxBackoff", Err: ErrInvalidConfig}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -130,7 +132,7 @@ func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {
 		return eventNames[k]
 	}
-	return "event(" + itoa(int(k)) + ")"
+	return "event(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Event is something that happened to a plugin process.

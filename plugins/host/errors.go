@@ -2,9 +2,9 @@ package host
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
+	"github.com/mqfault/mqfault/internal/configerr"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
@@ -37,20 +37,16 @@ var (
 	ErrBadAnswer = protocol.ErrBadAnswer
 )
 
-// ConfigError names the setting that is wrong and why. It matches
-// ErrInvalidConfig.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
+// ConfigError names the setting that is wrong, its value and why: Field is a
+// field of Config or FilterConfig as Go spells it ("StartTimeout"), and Err
+// is ErrInvalidConfig, which it matches. It is the same type as
+// latency.ConfigError (see there), so one errors.As finds either.
+type ConfigError = configerr.Error
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("plugin host: %s = %v: %s", e.Field, e.Value, e.Reason)
+// invalid returns a *ConfigError matching ErrInvalidConfig.
+func invalid(field string, value any, reason string) *ConfigError {
+	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // StartError says why a plugin could not be started. It matches its Reason
 // (ErrChecksum, ErrHandshake, ErrIncompatible or ErrStart) and wraps Err.

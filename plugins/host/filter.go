@@ -94,7 +94,7 @@ var emptySnapshot = &snapshot{}
 // *ConfigError. It knows no route yet: call Update. Call Close when done.
 func NewFilter(cfg FilterConfig) (*Filter, error) {
 	if cfg.RefreshInterval < 0 {
-		return nil, &ConfigError{Field: "RefreshInterval", Value: cfg.RefreshInterval, Reason: "must not be negative"}
+		return nil, invalid("RefreshInterval", cfg.RefreshInterval, "must not be negative")
 	}
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = defaultRefreshInterval

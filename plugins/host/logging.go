@@ -8,7 +8,6 @@ import (
 	"log"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -178,5 +177,3 @@ func (h *hclogger) StandardLogger(*hclog.StandardLoggerOptions) *log.Logger {
 func (h *hclogger) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
 	return h.StandardLogger(nil).Writer()
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
