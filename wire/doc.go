@@ -23,13 +23,15 @@
 // Prometheus). CoreSet is ConfigSet, ObserveSet, LatencySet and ProducerSet;
 // DefaultSet adds ClockSet and DefaultObservabilitySet. A set of your own
 // that provides a latency.ServiceDetector (a plugin, with its cleanup) or a
-// latency.Clock replaces the argument or ClockSet:
+// latency.Clock replaces the argument or ClockSet. The injectors and the set
+// whose detector is a plugin are in package wire/pluginwire, so that this
+// package links neither hashicorp/go-plugin nor gRPC:
 //
 //	func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource,
 //		res latency.Resolver, obs wire.Observability) (*producer.Producer, func(), error) {
-//		panic(gwire.Build(wire.CoreSet, wire.ClockSet, myplugin.DetectorSet))
+//		panic(gwire.Build(wire.CoreSet, wire.ClockSet, pluginwire.DetectorSet))
 //	}
 //
-// Regenerate wire_gen.go with `go generate ./wire`; wire/ci.sh fails when it
+// Regenerate wire_gen.go with `go generate ./wire/...`; wire/ci.sh fails when it
 // is stale.
 package wire

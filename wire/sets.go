@@ -11,7 +11,6 @@ import (
 	"github.com/mqfault/mqfault/pkg/observe"
 	"github.com/mqfault/mqfault/pkg/observe/prom"
 	"github.com/mqfault/mqfault/pkg/producer"
-	"github.com/mqfault/mqfault/plugins/host"
 )
 
 // ConfigSet provides the strategy's and the producer's settings from a
@@ -35,13 +34,6 @@ var ClockSet = wire.NewSet(wire.Value(latency.RealClock{}), wire.Bind(new(latenc
 // TCPDetectorSet provides the built-in latency.TCPDetector as the
 // latency.ServiceDetector.
 var TCPDetectorSet = wire.NewSet(wire.Value(latency.TCPDetector{}), wire.Bind(new(latency.ServiceDetector), new(latency.TCPDetector)))
-
-// PluginDetectorSet provides a detector plugin, loaded and supervised by
-// plugins/host from a host.Config, as the latency.ServiceDetector; its
-// cleanup stops the plugin process and waits for it. A caller cannot tell it
-// from a built-in detector: a plugin that dies answers inconclusive (nothing
-// changes) until the host has restarted it.
-var PluginDetectorSet = wire.NewSet(host.ProvideDetector)
 
 // DefaultObservabilitySet provides the zero Observability: records to
 // slog.Default(), no Prometheus metrics, no extra observers.

@@ -8,7 +8,6 @@ import (
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
-	"github.com/mqfault/mqfault/plugins/host"
 )
 
 // NewStrategy builds a strategy from cfg with the resolver and detector given,
@@ -36,19 +35,4 @@ func NewObservedProducer(cfg config.Config, transport producer.Transport, routes
 // succeeds.
 func NewTCPProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, obs Observability) (*producer.Producer, func(), error) {
 	panic(wire.Build(CoreSet, ClockSet, TCPDetectorSet))
-}
-
-// NewPluginStrategy is NewStrategy with a detector plugin: the binary that
-// plugin names is started (its SHA-256 checked when pinned), supervised and
-// restarted with backoff if it dies. The cleanup stops the strategy's
-// detector, then the plugin process, and waits for both.
-func NewPluginStrategy(cfg config.Config, res latency.Resolver, plugin host.Config) (*latency.Strategy, func(), error) {
-	panic(wire.Build(DefaultSet, PluginDetectorSet))
-}
-
-// NewPluginProducer is NewObservedProducer with a detector plugin (see
-// NewPluginStrategy). The cleanup closes the producer, the strategy, then the
-// plugin.
-func NewPluginProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, plugin host.Config, obs Observability) (*producer.Producer, func(), error) {
-	panic(wire.Build(CoreSet, ClockSet, PluginDetectorSet))
 }

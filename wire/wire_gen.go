@@ -10,7 +10,6 @@ import (
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
-	"github.com/mqfault/mqfault/plugins/host"
 )
 
 // Injectors from wire.go:
@@ -145,76 +144,3 @@ func NewTCPProducer(cfg config.Config, transport producer.Transport, routes prod
 var (
 	_wireTCPDetectorValue = latency.TCPDetector{}
 )
-
-// NewPluginStrategy is NewStrategy with a detector plugin: the binary that
-// plugin names is started (its SHA-256 checked when pinned), supervised and
-// restarted with backoff if it dies. The cleanup stops the strategy's
-// detector, then the plugin process, and waits for both.
-func NewPluginStrategy(cfg config.Config, res latency.Resolver, plugin host.Config) (*latency.Strategy, func(), error) {
-	latencyConfig, err := StrategyConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	realClock := _wireRealClockValue
-	serviceDetector, cleanup, err := host.ProvideDetector(plugin)
-	if err != nil {
-		return nil, nil, err
-	}
-	observability := _wireObservabilityValue
-	observers, cleanup2, err := ProvideObservers(cfg, observability, realClock)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	strategy, cleanup3, err := ProvideStrategy(latencyConfig, realClock, res, serviceDetector, observers)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	return strategy, func() {
-		cleanup3()
-		cleanup2()
-		cleanup()
-	}, nil
-}
-
-// NewPluginProducer is NewObservedProducer with a detector plugin (see
-// NewPluginStrategy). The cleanup closes the producer, the strategy, then the
-// plugin.
-func NewPluginProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, plugin host.Config, obs Observability) (*producer.Producer, func(), error) {
-	producerConfig := ProducerConfig(cfg)
-	latencyConfig, err := StrategyConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	realClock := _wireRealClockValue
-	serviceDetector, cleanup, err := host.ProvideDetector(plugin)
-	if err != nil {
-		return nil, nil, err
-	}
-	observers, cleanup2, err := ProvideObservers(cfg, obs, realClock)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	strategy, cleanup3, err := ProvideStrategy(latencyConfig, realClock, res, serviceDetector, observers)
-	if err != nil {
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	producerProducer, cleanup4, err := ProvideProducer(producerConfig, transport, routes, strategy, realClock, observers)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	return producerProducer, func() {
-		cleanup4()
-		cleanup3()
-		cleanup2()
-		cleanup()
-	}, nil
-}

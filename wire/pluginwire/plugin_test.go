@@ -1,4 +1,4 @@
-package wire_test
+package pluginwire_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/plugins/plugintest"
-	mqwire "github.com/mqfault/mqfault/wire"
+	"github.com/mqfault/mqfault/wire/pluginwire"
 )
 
-// TestNewPluginStrategy builds a strategy whose detector is the tcp-detector
+// TestNewStrategy builds a strategy whose detector is the tcp-detector
 // plugin, run as a real subprocess:
 //
 //  1. brokers "up" (a live listener) and "down" (a closed port) are isolated
@@ -23,7 +23,7 @@ import (
 //     "down" unreachable;
 //  3. the cleanup stops the strategy and the plugin, leaving no goroutine
 //     (TestMain's goleak check).
-func TestNewPluginStrategy(t *testing.T) {
+func TestNewStrategy(t *testing.T) {
 	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +42,9 @@ func TestNewPluginStrategy(t *testing.T) {
 
 	cfg := config.DefaultConfig()
 	res := latency.StaticResolver{"up": up.Addr().String(), "down": downAddr}
-	strat, cleanup, err := mqwire.NewPluginStrategy(cfg, res, host.Config{Path: bin})
+	strat, cleanup, err := pluginwire.NewStrategy(cfg, res, host.Config{Path: bin})
 	if err != nil {
-		t.Fatalf("NewPluginStrategy() error = %v", err)
+		t.Fatalf("NewStrategy() error = %v", err)
 	}
 	defer cleanup()
 	strat.Update("up", 0, true, false)
@@ -62,17 +62,17 @@ func TestNewPluginStrategy(t *testing.T) {
 	}
 }
 
-// TestNewPluginStrategyChecksum shows that a pinned plugin whose binary does
+// TestNewStrategyChecksum shows that a pinned plugin whose binary does
 // not match is refused before it runs, with an error that says checksum, and
 // that the injector then leaves nothing behind.
-func TestNewPluginStrategyChecksum(t *testing.T) {
+func TestNewStrategyChecksum(t *testing.T) {
 	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pin := strings.Repeat("0", 64)
-	_, _, err = mqwire.NewPluginStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
+	_, _, err = pluginwire.NewStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
 	if !errors.Is(err, host.ErrChecksum) || !strings.Contains(err.Error(), "checksum") {
-		t.Fatalf("NewPluginStrategy() with a wrong pin: error = %v, want ErrChecksum saying checksum", err)
+		t.Fatalf("NewStrategy() with a wrong pin: error = %v, want ErrChecksum saying checksum", err)
 	}
 }
