@@ -118,8 +118,9 @@ func WithStrategies(s ...Strategy) Option {
 
 // WithProgress makes Run report the share of the virtual time simulated so
 // far, over all strategies, in [0, 1], never going backwards, ending with 1.
-// f is called from the strategies' goroutines, one call at a time, about
-// once per second of virtual time of each; it must return quickly.
+// f is called from the strategies' goroutines, one call at a time, every
+// few hundred simulated events of each (so often, even where one virtual
+// second takes long to simulate); it must return quickly.
 func WithProgress(f func(done float64)) Option {
 	return func(o *options) { o.progress = f }
 }
