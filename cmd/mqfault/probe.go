@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -14,81 +14,125 @@ import (
 	"github.com/mqfault/mqfault/plugins/host"
 )
 
-// exitPlugin is the exit status of `probe` when the plugin cannot be
-// started or is refused.
-const exitPlugin = 1
+func probeCommand() *command {
+	return &command{
+		name:    "probe",
+		args:    "ENDPOINT...",
+		summary: "ask a detector plugin whether endpoints are reachable",
+		details: `Starts the detector plugin, asks it about each ENDPOINT in turn and prints one
+line per endpoint:
 
-const probeUsage = "usage: mqfault probe --plugin PATH [--plugin-sha256 HEX] [--timeout D] [-v] ENDPOINT..."
+  ENDPOINT reachable
+  ENDPOINT unreachable (reason)
+  ENDPOINT inconclusive (reason)
 
-// runProbe is `mqfault probe`: it loads a detector plugin and asks it about
-// each endpoint in turn, printing one line per endpoint:
-//
-//	ENDPOINT reachable
-//	ENDPOINT unreachable (reason)
-//	ENDPOINT inconclusive (reason)
-//
-// It exits 0 when it could ask (whatever the answers), 1 when the plugin
-// cannot be started or is refused (a wrong checksum, a failed handshake),
-// and 2 on a bad command line.
-func runProbe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	pluginPath := fs.String("plugin", "", "the detector plugin executable (required)")
-	sum := fs.String("plugin-sha256", "", "refuse to run the plugin unless its SHA-256 is this (64 hex digits)")
-	timeout := fs.Duration("timeout", time.Second, "how long each probe may take")
-	verbose := fs.Bool("v", false, "also log the plugin's output and the host's workings")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, probeUsage)
-		fs.PrintDefaults()
+Arguments for the plugin are given one --plugin-arg each, e.g.
+  mqfault probe --plugin ./grpc-health-detector --plugin-arg=--service --plugin-arg=orders host:8081
+With --every D it probes again every D until interrupted. The plugin process
+is stopped however probe ends, Ctrl-C included.
+
+Exit status: 0 when it could ask (whatever the answers, unless
+--fail-unreachable), 1 when the plugin cannot be started or is refused (a wrong
+checksum, a failed handshake), 2 on a bad command line, 3 with
+--fail-unreachable when an endpoint was unreachable or inconclusive, 130 when
+interrupted.`,
+		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
+			var o probeOptions
+			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (required)")
+			fs.StringVar(&o.sum, "plugin-sha256", "", "refuse to run the plugin unless its SHA-256 is `HEX` (64 hex digits)")
+			fs.Func("plugin-arg", "pass `ARG` to the plugin on its command line (repeat for several)", func(s string) error {
+				o.args = append(o.args, s)
+				return nil
+			})
+			fs.DurationVar(&o.timeout, "timeout", time.Second, "the time `D` each probe may take")
+			fs.BoolVar(&o.failUnreachable, "fail-unreachable", false, "exit 3 when an endpoint is unreachable or inconclusive (for scripted health checks)")
+			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted")
+			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's output and the host's workings")
+			return func(ctx context.Context, io streams, args []string) error {
+				return runProbe(ctx, io, o, args)
+			}
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
+}
+
+type probeOptions struct {
+	plugin, sum     string
+	args            []string
+	timeout, every  time.Duration
+	failUnreachable bool
+	verbose         bool
+}
+
+// runProbe is `mqfault probe`.
+func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []string) error {
 	switch {
-	case *pluginPath == "":
-		fmt.Fprintln(stderr, "mqfault probe: --plugin is required")
-		fmt.Fprintln(stderr, probeUsage)
-		return exitUsage
-	case fs.NArg() == 0:
-		fmt.Fprintln(stderr, "mqfault probe: no endpoint to probe")
-		fmt.Fprintln(stderr, probeUsage)
-		return exitUsage
-	case *timeout <= 0:
-		fmt.Fprintf(stderr, "mqfault probe: --timeout %v: must be positive\n", *timeout)
-		return exitUsage
+	case o.plugin == "":
+		return usageErrorf("--plugin is required")
+	case len(endpoints) == 0:
+		return usageErrorf("no endpoint to probe")
+	case o.timeout <= 0:
+		return usageErrorf("--timeout %v: must be positive", o.timeout)
+	case o.every < 0:
+		return usageErrorf("--every %v: must be positive", o.every)
+	case o.every > 0 && o.failUnreachable:
+		return usageErrorf("--fail-unreachable is for one round of probes; with --every probe runs until interrupted")
 	}
 	level := slog.LevelWarn
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelDebug
 	}
 	d, err := host.NewDetector(host.Config{
-		Path:        *pluginPath,
-		SHA256:      *sum,
-		CallTimeout: *timeout,
-		Logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Path:        o.plugin,
+		Args:        o.args,
+		SHA256:      o.sum,
+		CallTimeout: o.timeout,
+		Logger:      slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "mqfault probe: %v\n", err)
 		if errors.Is(err, host.ErrInvalidConfig) {
-			return exitUsage
+			return badInput(err)
 		}
-		return exitPlugin
+		return err
 	}
+	// However probe ends (a signal included), the plugin process goes.
 	defer d.Close()
-	for _, ep := range fs.Args() {
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		err := d.Detect(ctx, ep)
-		cancel()
-		fmt.Fprintln(stdout, probeLine(ep, err))
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return 0
+	for {
+		failed := 0
+		for _, ep := range endpoints {
+			pctx, cancel := context.WithTimeout(ctx, o.timeout)
+			err := d.Detect(pctx, ep)
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err() // this answer is the interrupt's, not the endpoint's
+			}
+			if err != nil {
+				failed++
+			}
+			if _, err := fmt.Fprintln(io.stdout, probeLine(ep, err, o.timeout)); err != nil {
+				return err
+			}
+		}
+		if o.every == 0 {
+			if o.failUnreachable && failed > 0 {
+				return &exitError{code: exitUnreachable, err: fmt.Errorf("%d of %d endpoints not reachable", failed, len(endpoints))}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.every):
+		}
+	}
 }
 
-// probeLine formats one answer.
-func probeLine(endpoint string, err error) string {
+// probeLine formats one answer. A probe that ran out of time says so with
+// the --timeout given, not with what was left of it when the plugin was
+// asked.
+func probeLine(endpoint string, err error, timeout time.Duration) string {
 	if err == nil {
 		return endpoint + " reachable"
 	}
@@ -96,10 +140,16 @@ func probeLine(endpoint string, err error) string {
 	if errors.Is(err, latency.ErrProbeInconclusive) {
 		verdict = "inconclusive"
 	}
-	reason := err
-	var pe *latency.ProbeError
-	if errors.As(err, &pe) && pe.Err != nil {
-		reason = pe.Err
+	var reason string
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, host.ErrCallTimeout) {
+		reason = "no answer within " + timeout.String()
+	} else {
+		cause := err
+		var pe *latency.ProbeError
+		if errors.As(err, &pe) && pe.Err != nil {
+			cause = pe.Err
+		}
+		reason = strings.Join(strings.Fields(cause.Error()), " ")
 	}
-	return endpoint + " " + verdict + " (" + strings.Join(strings.Fields(reason.Error()), " ") + ")"
+	return endpoint + " " + verdict + " (" + reason + ")"
 }

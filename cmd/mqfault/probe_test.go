@@ -13,18 +13,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/latency/detectortest"
-	"github.com/mqfault/mqfault/plugins/plugintest"
+	"github.com/mqfault/mqfault/plugins/host"
 )
 
 // TestProbe runs `mqfault probe` with the tcp-detector plugin, built once.
 func TestProbe(t *testing.T) {
-	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t, tcpDetectorPkg)
 	raw, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -47,14 +45,21 @@ func TestProbe(t *testing.T) {
 		{"answers", []string{"--plugin", bin, "--timeout", "2s", up, down, "no-port"}, 0,
 			[]string{up + " reachable", down + " unreachable (", "no-port unreachable ("}, ""},
 		{"pinned", []string{"--plugin", bin, "--plugin-sha256", goodSum, up}, 0, []string{up + " reachable"}, ""},
-		{"checksum mismatch", []string{"--plugin", bin, "--plugin-sha256", strings.Repeat("0", 64), up}, exitPlugin, nil, "checksum"},
-		{"missing plugin", []string{"--plugin", filepath.Join(t.TempDir(), "none"), up}, exitPlugin, nil, "no such file"},
-		{"not a plugin", []string{"--plugin", notPlugin, up}, exitPlugin, nil, "handshake failed"},
+		{"checksum mismatch", []string{"--plugin", bin, "--plugin-sha256", strings.Repeat("0", 64), up}, exitFailure, nil, "checksum"},
+		{"missing plugin", []string{"--plugin", filepath.Join(t.TempDir(), "none"), up}, exitFailure, nil, "no such file"},
+		{"not a plugin", []string{"--plugin", notPlugin, up}, exitFailure, nil, "handshake failed"},
 		{"no plugin flag", []string{up}, exitUsage, nil, "--plugin is required"},
 		{"no endpoint", []string{"--plugin", bin}, exitUsage, nil, "no endpoint"},
 		{"bad sha", []string{"--plugin", bin, "--plugin-sha256", "xyz", up}, exitUsage, nil, "SHA256"},
 		{"bad timeout", []string{"--plugin", bin, "--timeout", "0s", up}, exitUsage, nil, "must be positive"},
-		{"help", []string{"-h"}, 0, nil, "usage: mqfault probe"},
+		{"flags after the endpoints", []string{up, down, "--plugin", bin, "--timeout", "2s"}, 0,
+			[]string{up + " reachable", down + " unreachable ("}, ""},
+		{"dash dash", []string{"--plugin", bin, "--", up}, 0, []string{up + " reachable"}, ""},
+		{"fail unreachable", []string{up, down, "--fail-unreachable", "--plugin", bin}, exitUnreachable,
+			[]string{up + " reachable", down + " unreachable ("}, "mqfault probe: 1 of 2 endpoints not reachable"},
+		{"fail unreachable, all up", []string{"--fail-unreachable", "--plugin", bin, up}, 0, []string{up + " reachable"}, ""},
+		{"fail unreachable with every", []string{"--fail-unreachable", "--every", "1s", "--plugin", bin, up}, exitUsage, nil, "--fail-unreachable is for one round"},
+		{"unknown flag after the endpoint", []string{up, "--bogus"}, exitUsage, nil, "mqfault probe: flag provided but not defined: -bogus\nusage: mqfault probe [FLAGS] ENDPOINT..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,10 +101,16 @@ func TestProbeLine(t *testing.T) {
 		{"inconclusive", fmt.Errorf("plugin restarting: %w", latency.ErrProbeInconclusive), "h:1 inconclusive (plugin restarting: latency: probe inconclusive)"},
 		{"cancelled", errors.Join(latency.ErrProbeInconclusive, context.Canceled), "h:1 inconclusive (latency: probe inconclusive context canceled)"},
 		{"other", errors.New("multi\nline"), "h:1 unreachable (multi line)"},
+		{"plugin's deadline", &latency.ProbeError{Endpoint: "h:1", Err: fmt.Errorf("probe did not finish within 1.899996305s: %w", context.DeadlineExceeded)},
+			"h:1 unreachable (no answer within 2s)"},
+		{"host's deadline", fmt.Errorf("%w: %w: detect h:1: no answer within 1.9s", latency.ErrProbeInconclusive, host.ErrCallTimeout),
+			"h:1 inconclusive (no answer within 2s)"},
+		{"socket deadline", &latency.ProbeError{Endpoint: "h:1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}},
+			"h:1 unreachable (no answer within 2s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := probeLine("h:1", tt.err); got != tt.want {
+			if got := probeLine("h:1", tt.err, 2*time.Second); got != tt.want {
 				t.Errorf("probeLine() = %q, want %q", got, tt.want)
 			}
 		})

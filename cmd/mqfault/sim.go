@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -18,82 +17,108 @@ import (
 	"github.com/mqfault/mqfault/pkg/sim"
 )
 
-const simUsage = "usage: mqfault sim [--scenario FILE] [--seed N] [--strategies A,B] [--json] [--report FILE.html] [--print-scenario]"
+func simCommand() *command {
+	return &command{
+		name:    "sim",
+		summary: "compare fault-tolerance strategies on simulated broker faults",
+		details: fmt.Sprintf(`Runs the strategies %s
+on one scenario, same seed, in virtual time, and prints one row per strategy
+(or JSON). The scenario is the embedded
+default, a YAML file, or standard input (--scenario -). On a terminal a
+progress bar is drawn on standard error.`, strings.Join(sim.StrategyNames(), ", ")),
+		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
+			var o simOptions
+			fs.StringVar(&o.scenario, "scenario", "", "YAML scenario `FILE`, or - for standard input (default: the embedded scenario)")
+			fs.Uint64Var(&o.seed, "seed", 0, "random seed `N`, instead of the scenario's")
+			fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
+			fs.StringVar(&o.report, "report", "", "also write an HTML report with charts to `FILE.html`")
+			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run (default: all)")
+			fs.BoolVar(&o.printScenario, "print-scenario", false, "print the scenario's YAML (--scenario's, else the embedded one) and exit")
+			return func(ctx context.Context, io streams, args []string) error {
+				fs.Visit(func(f *flag.Flag) { o.set = append(o.set, f.Name) })
+				return runSim(ctx, io, o, args)
+			}
+		},
+	}
+}
 
-// runSim is `mqfault sim`: it runs every strategy on a scenario (the
-// embedded default, or --scenario FILE) and prints a table, or JSON.
-func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	scenarioFile := fs.String("scenario", "", "YAML scenario `FILE` (default: the embedded scenario; see --print-scenario)")
-	seed := fs.Uint64("seed", 0, "random seed `N`, instead of the scenario's")
-	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
-	reportFile := fs.String("report", "", "also write an HTML report with charts to `FILE.html`")
-	strategies := fs.String("strategies", "", "comma-separated `NAMES` of the strategies to run (default: all)")
-	printScenario := fs.Bool("print-scenario", false, "print the default scenario's YAML and exit")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, simUsage)
-		fmt.Fprintf(stderr, "\nRuns the strategies %s on one scenario, same seed, in virtual time,\n"+
-			"and prints one row per strategy.\n\n", strings.Join(sim.StrategyNames(), ", "))
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "mqfault sim: unexpected argument %q\n%s\n", fs.Arg(0), simUsage)
-		return exitUsage
-	}
-	if *printScenario {
-		if _, err := stdout.Write(sim.DefaultYAML()); err != nil {
-			fmt.Fprintf(stderr, "mqfault sim: %v\n", err)
-			return 1
-		}
-		return 0
-	}
+type simOptions struct {
+	scenario, report, strategies string
+	seed                         uint64
+	json, printScenario          bool
+	set                          []string // the flags given
+}
 
-	sc := sim.DefaultScenario()
-	if *scenarioFile != "" {
+func (o simOptions) given(name string) bool {
+	for _, n := range o.set {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// runSim is `mqfault sim`.
+func runSim(ctx context.Context, io streams, o simOptions, args []string) error {
+	if len(args) != 0 {
+		return usageErrorf("unexpected argument %q (a scenario file is given with --scenario)", args[0])
+	}
+	if o.printScenario {
+		for _, n := range []string{"seed", "json", "report", "strategies"} {
+			if o.given(n) {
+				return usageErrorf("--print-scenario prints the scenario as written and exits: --%s does not apply", n)
+			}
+		}
+	}
+	var strats []sim.Strategy
+	if o.given("strategies") {
 		var err error
-		if sc, err = sim.LoadFile(*scenarioFile); err != nil {
-			printScenarioError(stderr, *scenarioFile, err)
-			return exitUsage
+		if strats, err = sim.SelectStrategies(strings.Split(o.strategies, ",")...); err != nil {
+			return usageErrorf("--strategies: %w", err)
 		}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
-			sc.Seed = *seed
+
+	text, source := sim.DefaultYAML(), "the embedded scenario"
+	if o.scenario != "" {
+		var err error
+		if text, source, err = readScenario(io.stdin, o.scenario); err != nil {
+			return badInput(err)
 		}
-	})
+	}
+	sc, err := sim.Parse(text)
+	if err != nil {
+		return badInput(scenarioError(source, err))
+	}
+	if o.printScenario {
+		_, err := io.stdout.Write(text)
+		return err
+	}
+	if o.given("seed") {
+		sc.Seed = o.seed
+	}
 
 	// Open the report first: a path that cannot be written is a bad
 	// argument, found before the run rather than after it.
 	var report *os.File
-	if *reportFile != "" {
-		var err error
-		if report, err = os.Create(*reportFile); err != nil {
-			fmt.Fprintf(stderr, "mqfault sim: --report: %v\n", err)
-			return exitUsage
+	if o.report != "" {
+		if report, err = os.Create(o.report); err != nil {
+			return badInput(fmt.Errorf("--report: %w", err))
 		}
-		defer report.Close()
+		defer func() {
+			if report != nil { // not written: leave no empty page behind
+				report.Close()
+				os.Remove(o.report)
+			}
+		}()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	var opts []sim.Option
-	if *strategies != "" {
-		strats, err := sim.SelectStrategies(strings.Split(*strategies, ",")...)
-		if err != nil {
-			fmt.Fprintf(stderr, "mqfault sim: --strategies: %v\n", err)
-			return exitUsage
-		}
+	if strats != nil {
 		opts = append(opts, sim.WithStrategies(strats...))
 	}
-	bar := newProgressBar(stderr)
+	bar := newProgressBar(io.stderr)
 	if bar != nil {
+		bar.set(0) // at once: building a large scenario's engines takes a moment
 		opts = append(opts, sim.WithProgress(bar.set))
 	}
 	rep, err := sim.Run(ctx, sc, opts...)
@@ -101,59 +126,90 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		bar.clear()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mqfault sim: %v\n", err)
 		if errors.Is(err, sim.ErrInvalidScenario) {
-			return exitUsage
+			return badInput(scenarioError(source, err))
 		}
-		return 1
+		return err
 	}
 
-	if *asJSON {
-		err = rep.WriteJSON(stdout)
+	if o.json {
+		err = rep.WriteJSON(io.stdout)
 	} else {
-		err = rep.WriteTable(stdout)
+		err = rep.WriteTable(io.stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mqfault sim: %v\n", err)
-		return 1
+		return err
 	}
 	if report != nil {
 		if err := writeReport(report, rep); err != nil {
-			fmt.Fprintf(stderr, "mqfault sim: writing %s: %v\n", *reportFile, err)
-			return 1
+			return fmt.Errorf("writing %s: %w", o.report, err)
 		}
+		report = nil
 	}
-	if !*asJSON {
+	if !o.json {
 		sends := rep.SimulatedSends()
 		secs := rep.Wall.Seconds()
-		fmt.Fprintf(stderr, "simulated %d sends in %s (%.0f sends/s)", sends, rep.Wall.Round(time.Millisecond), float64(sends)/max(secs, 1e-9))
-		if *reportFile != "" {
-			fmt.Fprintf(stderr, "; report: %s", *reportFile)
+		fmt.Fprintf(io.stderr, "simulated %d sends in %s (%.0f sends/s)", sends, rep.Wall.Round(time.Millisecond), float64(sends)/max(secs, 1e-9))
+		if o.report != "" {
+			fmt.Fprintf(io.stderr, "; report: %s", o.report)
 		}
-		fmt.Fprintln(stderr)
+		fmt.Fprintln(io.stderr)
 	}
-	return 0
+	return nil
 }
 
-// printScenarioError prints a scenario error, one problem per line.
-func printScenarioError(w io.Writer, file string, err error) {
-	if !errors.Is(err, sim.ErrInvalidScenario) {
-		fmt.Fprintf(w, "mqfault sim: %v\n", err)
-		return
+// readScenario reads the scenario named by --scenario: a file, or standard
+// input for "-". It returns the text and how to name its source in errors.
+func readScenario(stdin io.Reader, name string) ([]byte, string, error) {
+	in, source := stdin, "standard input"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		in, source = f, name
 	}
-	fmt.Fprintf(w, "mqfault sim: %s is not a valid scenario:\n", file)
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "  %s\n", line)
+	if in == nil {
+		in = strings.NewReader("")
 	}
+	text, err := io.ReadAll(io.LimitReader(in, sim.MaxScenarioBytes+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", source, err)
+	}
+	return text, source, nil
 }
+
+// scenarioError says which scenario is invalid, one problem per line.
+func scenarioError(source string, err error) error {
+	if !errors.Is(err, sim.ErrInvalidScenario) {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is not a valid scenario:", source)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(&b, "\n  %s", line)
+	}
+	return &scenarioErr{msg: b.String(), err: err}
+}
+
+type scenarioErr struct {
+	msg string
+	err error
+}
+
+func (e *scenarioErr) Error() string { return e.msg }
+func (e *scenarioErr) Unwrap() error { return e.err }
 
 // writeReport writes rep's HTML page to f and closes it.
 func writeReport(f *os.File, rep *sim.Report) error {
 	w := bufio.NewWriter(f)
 	if err := rep.WriteHTML(w); err != nil {
+		f.Close()
 		return err
 	}
 	if err := w.Flush(); err != nil {
+		f.Close()
 		return err
 	}
 	return f.Close()
@@ -184,12 +240,13 @@ func (b *progressBar) set(done float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	if now.Sub(b.last) < 100*time.Millisecond && done < 1 {
+	if b.shown && now.Sub(b.last) < 100*time.Millisecond && done < 1 {
 		return
 	}
 	b.last = now
-	n := int(min(max(done, 0), 1) * barWidth)
-	fmt.Fprintf(b.w, "\rsimulating [%s%s] %3.0f%%", strings.Repeat("#", n), strings.Repeat(".", barWidth-n), 100*min(done, 1))
+	done = min(max(done, 0), 1)
+	n := int(done * barWidth)
+	fmt.Fprintf(b.w, "\rsimulating [%s%s] %5.1f%%", strings.Repeat("#", n), strings.Repeat(".", barWidth-n), 100*done)
 	b.shown = true
 }
 

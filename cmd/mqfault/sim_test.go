@@ -45,12 +45,19 @@ func TestSimCommand(t *testing.T) {
 		{"table", []string{"sim", "--scenario", good}, 0, "v5+detector", "sends/s", false},
 		{"json", []string{"sim", "--scenario", good, "--json", "--seed", "9"}, 0, `"seed": 9`, "", false},
 		{"print scenario", []string{"sim", "--print-scenario"}, 0, "name: default", "", false},
-		{"help", []string{"sim", "--help"}, 0, "", "usage: mqfault sim", true},
+		{"help", []string{"sim", "--help"}, 0, "usage: mqfault sim", "", false},
 		{"some strategies", []string{"sim", "--scenario", good, "--strategies", "v5,off"}, 0, "  v5 ", "", false},
-		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "", `unknown strategy "v6"`, true},
+		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "", "mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault)\n", true},
+		{"print scenario file", []string{"sim", "--print-scenario", "--scenario", good}, 0, simScenario, "", false},
+		{"print scenario stdin", []string{"sim", "--scenario", "-", "--print-scenario"}, 0, "name: from-stdin", "", false},
+		{"print scenario invalid", []string{"sim", "--print-scenario", "--scenario", bad}, exitUsage, "", "is not a valid scenario", true},
+		{"print scenario seed", []string{"sim", "--print-scenario", "--seed", "3"}, exitUsage, "", "--seed does not apply", true},
+		{"stdin", []string{"sim", "--scenario", "-", "--strategies", "v5"}, 0, "from-stdin", "", false},
+		{"stdin interspersed", []string{"sim", "--scenario", "-", "--strategies", "v5", "--json", "--seed", "4"}, 0, `"seed": 4`, "", false},
 		{"bad flag", []string{"sim", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus", true},
 		{"bad seed", []string{"sim", "--seed", "-1"}, exitUsage, "", "invalid value", true},
 		{"extra argument", []string{"sim", "x.yaml"}, exitUsage, "", `unexpected argument "x.yaml"`, true},
+		{"empty strategy name", []string{"sim", "--scenario", "-", "--strategies", "v4,"}, exitUsage, "", `unknown strategy ""`, true},
 		{"missing file", []string{"sim", "--scenario", filepath.Join(t.TempDir(), "none.yaml")}, exitUsage, "", "no such file", true},
 		{"invalid scenario", []string{"sim", "--scenario", bad}, exitUsage, "",
 			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping`, true},
@@ -59,7 +66,8 @@ func TestSimCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			stdin := strings.Replace(simScenario, "name: cli", "name: from-stdin", 1)
+			code := run(tt.args, strings.NewReader(stdin), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("run(%v) = %d, want %d; stderr:\n%s", tt.args, code, tt.code, stderr.String())
 			}
@@ -142,5 +150,17 @@ func TestSimReport(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "report: "+report) {
 		t.Errorf("stderr = %q, want it to name the report", stderr.String())
+	}
+}
+
+// TestSimStdinInvalid checks that a scenario read from standard input is
+// validated like a file, its problems named with their lines.
+func TestSimStdinInvalid(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	bad := strings.Replace(simScenario, "state: down", "state: sleepy", 1)
+	code := run([]string{"sim", "--scenario", "-"}, strings.NewReader(bad), &stdout, &stderr)
+	want := "mqfault sim: standard input is not a valid scenario:\n  line 10: events[0].state: \"sleepy\" is not one of"
+	if code != exitUsage || !strings.HasPrefix(stderr.String(), want) || stdout.Len() > 0 {
+		t.Errorf("mqfault sim --scenario - = exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, stdout.String(), stderr.String(), exitUsage, want)
 	}
 }

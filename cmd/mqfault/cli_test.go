@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestHelp checks where help goes: asked for (-h, --help, help, help CMD,
+// CMD --help) it is printed to stdout with exit 0, so `mqfault sim --help |
+// less` shows it; a command line that is wrong gets it on stderr, exit 2.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args       []string
+		code       int
+		stdout     string // must start with, "" for nothing
+		stderr     string // must contain, "" for nothing
+		wantStderr bool
+	}{
+		{[]string{"-h"}, 0, "usage: mqfault COMMAND", "", false},
+		{[]string{"--help"}, 0, "usage: mqfault COMMAND", "", false},
+		{[]string{"help"}, 0, "usage: mqfault COMMAND", "", false},
+		{[]string{"help", "sim"}, 0, "usage: mqfault sim [FLAGS]", "", false},
+		{[]string{"help", "trace"}, 0, "usage: mqfault trace [FLAGS] FILE|-", "", false},
+		{[]string{"help", "probe"}, 0, "usage: mqfault probe [FLAGS] ENDPOINT...", "", false},
+		{[]string{"help", "version"}, 0, "usage: mqfault version", "", false},
+		{[]string{"sim", "--help"}, 0, "usage: mqfault sim [FLAGS]", "", false},
+		{[]string{"sim", "-h"}, 0, "usage: mqfault sim [FLAGS]", "", false},
+		{[]string{"trace", "x.trace", "--help"}, 0, "usage: mqfault trace", "", false},
+		{[]string{"probe", "-help"}, 0, "usage: mqfault probe", "", false},
+		{nil, exitUsage, "", "usage: mqfault COMMAND", true},
+		{[]string{"help", "bogus"}, exitUsage, "", `unknown command "bogus"`, true},
+		{[]string{"help", "sim", "trace"}, exitUsage, "", "at most one command", true},
+		{[]string{"bogus"}, exitUsage, "", `mqfault: unknown command "bogus"`, true},
+		{[]string{"sim", "--bogus"}, exitUsage, "", "mqfault sim: flag provided but not defined: -bogus\nusage: mqfault sim [FLAGS]\nRun 'mqfault help sim' for every flag.\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("mqfault %q = exit %d, want %d; stderr: %s", tt.args, code, tt.code, stderr.String())
+			}
+			if tt.stdout == "" && stdout.Len() > 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+			if !strings.HasPrefix(stdout.String(), tt.stdout) {
+				t.Errorf("stdout = %q, want it to start with %q", stdout.String(), tt.stdout)
+			}
+			if !tt.wantStderr && stderr.Len() > 0 {
+				t.Errorf("stderr = %q, want nothing", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+// TestUsageListsEveryFlag checks that the top-level usage, each command's
+// usage and the README name every flag of every command, with its argument:
+// the usages are generated from the flag sets, and this keeps them (and the
+// README) from drifting.
+func TestUsageListsEveryFlag(t *testing.T) {
+	var top bytes.Buffer
+	if code := run([]string{"help"}, nil, &top, io.Discard); code != 0 {
+		t.Fatalf("mqfault help = exit %d", code)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := 0
+	for _, c := range commands() {
+		if !strings.Contains(top.String(), "\n  "+c.name+" ") {
+			t.Errorf("mqfault help does not list the command %s", c.name)
+		}
+		if !strings.Contains(string(readme), "mqfault "+c.name) {
+			t.Errorf("README.md does not show `mqfault %s`", c.name)
+		}
+		var own bytes.Buffer
+		c.usage(&own)
+		fs, _ := c.flagSet()
+		fs.VisitAll(func(f *flag.Flag) {
+			names++
+			arg, _ := flag.UnquoteUsage(f)
+			spelled := "--" + f.Name
+			if len(f.Name) == 1 {
+				spelled = "-" + f.Name
+			}
+			want := strings.TrimSpace(spelled + " " + arg)
+			if !strings.Contains(top.String(), "  "+want+" ") {
+				t.Errorf("mqfault help does not list %s %q", c.name, want)
+			}
+			if !strings.Contains(own.String(), "  "+want+" ") {
+				t.Errorf("mqfault help %s does not list %q", c.name, want)
+			}
+			if !regexp.MustCompile(regexp.QuoteMeta(spelled) + `\b`).Match(readme) {
+				t.Errorf("README.md does not mention mqfault %s %s", c.name, spelled)
+			}
+		})
+	}
+	// The flags the issue found missing, by name, so the test cannot pass
+	// by listing nothing.
+	for _, want := range []string{"--strategies NAMES", "--print-scenario", "--plugin-arg ARG", "--fail-unreachable", "--mode v5|v4"} {
+		if !strings.Contains(top.String(), want) {
+			t.Errorf("mqfault help does not list %q", want)
+		}
+	}
+	if names < 14 {
+		t.Errorf("the commands have %d flags, want at least 14", names)
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, "mqfault version unknown (the binary has no build information)"},
+		{"release", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-12-01T09:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
+			"mqfault v1.2.0 (revision 0123456789ab, 2026-12-01T09:00:00Z; go1.26.0)"},
+		{"dirty checkout", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}},
+			"mqfault (devel) (revision abc, modified; go1.26.0)"},
+		{"no vcs", &debug.BuildInfo{GoVersion: "go1.26.0"}, "mqfault (devel) (no VCS revision; go1.26.0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := versionLine(tt.bi); got != tt.want {
+				t.Errorf("versionLine() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVersion checks that `mqfault version` and `--version` print the
+// running binary's build information.
+func TestVersion(t *testing.T) {
+	bi, _ := debug.ReadBuildInfo()
+	want := versionLine(bi) + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, nil, &stdout, &stderr); code != 0 || stdout.String() != want || stderr.Len() > 0 {
+			t.Errorf("mqfault %v = exit %d, stdout %q, stderr %q; want 0, %q, nothing", args, code, stdout.String(), stderr.String(), want)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"version", "extra"}, nil, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `unexpected argument "extra"`) {
+		t.Errorf("mqfault version extra = exit %d, stderr %q; want %d, unexpected argument", code, stderr.String(), exitUsage)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    []string // positional
+		plugin  string
+		verbose bool
+		err     string
+	}{
+		{[]string{"a", "b"}, []string{"a", "b"}, "", false, ""},
+		{[]string{"a", "--plugin", "p", "b"}, []string{"a", "b"}, "p", false, ""},
+		{[]string{"a", "b", "--plugin=p", "-v"}, []string{"a", "b"}, "p", true, ""},
+		{[]string{"--plugin", "p", "--", "-v", "--plugin"}, []string{"-v", "--plugin"}, "p", false, ""},
+		{[]string{"-v", "--", "-x"}, []string{"-x"}, "", true, ""},
+		{[]string{"--plugin", "--", "a", "-v"}, []string{"a"}, "--", true, ""},
+		{[]string{"a", "-", "b"}, []string{"a", "-", "b"}, "", false, ""},
+		{[]string{"a", "--bogus"}, nil, "", false, "flag provided but not defined: -bogus"},
+		{[]string{"a", "--plugin"}, nil, "", false, "flag needs an argument: -plugin"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			plugin := fs.String("plugin", "", "")
+			verbose := fs.Bool("v", false, "")
+			got, err := parseFlags(fs, tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("parseFlags(%q) error = %v, want %q", tt.args, err, tt.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) || *plugin != tt.plugin || *verbose != tt.verbose {
+				t.Errorf("parseFlags(%q) = %q, %v (plugin %q, v %t); want %q (plugin %q, v %t)", tt.args, got, err, *plugin, *verbose, tt.want, tt.plugin, tt.verbose)
+			}
+		})
+	}
+}
+
+// failWriter fails every write, as /dev/full does.
+type failWriter struct{}
+
+var errFull = errors.New("no space left on device")
+
+func (failWriter) Write([]byte) (int, error) { return 0, errFull }
+
+// TestWriteError checks that output that cannot be written is an error exit
+// (1), whichever command wrote it.
+func TestWriteError(t *testing.T) {
+	good := writeSimScenario(t, simScenario)
+	for _, args := range [][]string{
+		{"trace", "../../testdata/conformance/v4_basic.trace", "--mode", "v4"},
+		{"sim", "--print-scenario"},
+		{"sim", "--scenario", good, "--strategies", "v5"},
+		{"sim", "--scenario", good, "--strategies", "v5", "--json"},
+		{"version"},
+		{"help"},
+		{"help", "sim"},
+		{"sim", "--help"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(args, nil, failWriter{}, &stderr)
+			if code != exitFailure || !strings.Contains(stderr.String(), "writing output: no space left on device") {
+				t.Errorf("mqfault %q > /dev/full = exit %d, stderr %q; want %d, writing output: no space left on device", args, code, stderr.String(), exitFailure)
+			}
+		})
+	}
+}
