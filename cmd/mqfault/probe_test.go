@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/latency/detectortest"
@@ -114,5 +119,63 @@ func TestProbeLine(t *testing.T) {
 				t.Errorf("probeLine() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// healthServer serves grpc.health.v1 on a loopback port until the test ends:
+// the server as a whole SERVING, "orders" SERVING, "billing" NOT_SERVING.
+func healthServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	h := health.NewServer()
+	h.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus("billing", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s, h)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	t.Cleanup(func() {
+		h.Shutdown()
+		s.Stop()
+		<-done
+	})
+	return l.Addr().String()
+}
+
+// TestProbePluginArgs runs `mqfault probe` with the grpc-health-detector
+// plugin: --plugin-arg reaches the plugin's command line (--service picks
+// the service whose health is checked), --fail-unreachable turns a
+// NOT_SERVING answer into exit 3, and a probe that runs out of time is
+// reported with the --timeout given.
+func TestProbePluginArgs(t *testing.T) {
+	bin := binary(t, grpcHealthPkg)
+	srv, silent := healthServer(t), detectortest.SilentTCP(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"whole server", []string{srv}, 0, srv + " reachable\n"},
+		{"serving service", []string{"--plugin-arg=--service", "--plugin-arg", "orders", srv}, 0, srv + " reachable\n"},
+		{"service not serving", []string{srv, "--plugin-arg=--service", "--plugin-arg=billing", "--fail-unreachable"}, exitUnreachable, srv + " unreachable ("},
+		{"no answer in time", []string{"--timeout", "300ms", silent}, 0, silent + " unreachable (no answer within 300ms)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"probe", "--plugin", bin}, tt.args...), nil, &stdout, &stderr)
+			if code != tt.wantCode || !strings.HasPrefix(stdout.String(), tt.wantOut) {
+				t.Errorf("mqfault probe %q = exit %d, stdout %q; want %d, %q; stderr: %s", tt.args, code, stdout.String(), tt.wantCode, tt.wantOut, stderr.String())
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"probe", "--plugin", bin, "--plugin-arg=--bogus", srv}, nil, io.Discard, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "mqfault probe: ") {
+		t.Errorf("a plugin refusing its arguments: exit %d, stderr %q; want %d and why", code, stderr.String(), exitFailure)
 	}
 }
