@@ -218,6 +218,7 @@ func writeReport(f *os.File, rep *sim.Report) error {
 // progressBar draws the simulation's progress on a terminal.
 type progressBar struct {
 	w     io.Writer
+	start time.Time
 	mu    sync.Mutex // guards last and shown
 	last  time.Time
 	shown bool
@@ -229,7 +230,7 @@ func newProgressBar(w io.Writer) *progressBar {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &progressBar{w: w}
+	return &progressBar{w: w, start: time.Now()}
 }
 
 const barWidth = 40
@@ -246,7 +247,8 @@ func (b *progressBar) set(done float64) {
 	b.last = now
 	done = min(max(done, 0), 1)
 	n := int(done * barWidth)
-	fmt.Fprintf(b.w, "\rsimulating [%s%s] %5.1f%%", strings.Repeat("#", n), strings.Repeat(".", barWidth-n), 100*done)
+	fmt.Fprintf(b.w, "\rsimulating [%s%s] %5.1f%% %6s", strings.Repeat("#", n), strings.Repeat(".", barWidth-n), 100*done,
+		now.Sub(b.start).Round(time.Second))
 	b.shown = true
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // simScenario is a small scenario, so the command's tests run fast.
@@ -162,5 +163,40 @@ func TestSimStdinInvalid(t *testing.T) {
 	want := "mqfault sim: standard input is not a valid scenario:\n  line 10: events[0].state: \"sleepy\" is not one of"
 	if code != exitUsage || !strings.HasPrefix(stderr.String(), want) || stdout.Len() > 0 {
 		t.Errorf("mqfault sim --scenario - = exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, stdout.String(), stderr.String(), exitUsage, want)
+	}
+}
+
+// TestProgressBar checks the bar: none unless stderr is a terminal, drawn
+// at once, then at most ten times a second, and erased.
+func TestProgressBar(t *testing.T) {
+	if newProgressBar(&bytes.Buffer{}) != nil {
+		t.Error("newProgressBar(a buffer) != nil: a bar on something that is not a terminal")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if newProgressBar(f) != nil {
+		t.Error("newProgressBar(a file) != nil: a bar on something that is not a terminal")
+	}
+	var buf bytes.Buffer
+	b := &progressBar{w: &buf, start: time.Now()}
+	b.set(0)
+	if !strings.Contains(buf.String(), "simulating [") || !strings.Contains(buf.String(), "0.0%") {
+		t.Errorf("first draw = %q, want the bar at 0.0%%", buf.String())
+	}
+	n := buf.Len()
+	b.set(0.5) // within 100 ms of the first: skipped
+	if buf.Len() != n {
+		t.Errorf("a second draw within 100 ms: %q", buf.String()[n:])
+	}
+	b.set(1) // the end is always drawn
+	if !strings.Contains(buf.String()[n:], "100.0%") {
+		t.Errorf("draw at the end = %q, want 100.0%%", buf.String()[n:])
+	}
+	b.clear()
+	if !strings.HasSuffix(buf.String(), "\r") {
+		t.Errorf("clear() did not return to the line's start: %q", buf.String())
 	}
 }
