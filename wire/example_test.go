@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
@@ -38,4 +40,37 @@ func ExampleNewStrategy_invalid() {
 	_, _, err := mqwire.NewStrategy(cfg, latency.StaticResolver{}, nil)
 	fmt.Println(err)
 	// Output: config: detect_parallel = "0": must be at least 1
+}
+
+// Two producers share one Prometheus registry, each metric labelled with its
+// producer's Observability.Name.
+func ExampleNewObservedProducer_twoProducers() {
+	reg := prometheus.NewRegistry()
+	transport := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
+		return producer.Result{MsgID: "id"}, nil
+	})
+	for _, name := range []string{"orders", "audit"} {
+		var routes producer.StaticRoutes
+		routes.SetQueues(name, map[string]int{"broker-a": 2})
+		p, cleanup, err := mqwire.NewObservedProducer(config.DefaultConfig(), transport, &routes,
+			latency.StaticResolver{}, nil, mqwire.Observability{Registerer: reg, Name: name})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer cleanup()
+		_, _ = p.SendSync(context.Background(), &producer.Message{Topic: name})
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "mqfault_isolated_brokers" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			fmt.Println(mf.GetName(), m.GetLabel()[0].GetName(), m.GetLabel()[0].GetValue(), m.GetGauge().GetValue())
+		}
+	}
+	// Output:
+	// mqfault_isolated_brokers producer audit 0
+	// mqfault_isolated_brokers producer orders 0
 }

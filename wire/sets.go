@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/google/wire"
@@ -56,6 +58,11 @@ type Observability struct {
 	// Registerer, when set, gets a prom.Metrics registered (and unregistered
 	// by the cleanup).
 	Registerer prometheus.Registerer
+	// Name, when set, labels every metric producer="Name" (through
+	// prometheus.WrapRegistererWith), so that several producers can share
+	// one Registerer: without it a second producer's registration fails
+	// (the same metrics twice). It has no other effect.
+	Name string
 	// Strategy is told of isolations, recoveries and probes too (after the
 	// logger and the metrics); nil is none. It must not block.
 	Strategy latency.Observer
@@ -77,6 +84,25 @@ type Observers struct {
 	Metrics *prom.Metrics
 	// Logger is the logger in use; never nil.
 	Logger *slog.Logger
+}
+
+// ProducerLabel is the constant label Observability.Name sets on every
+// metric.
+const ProducerLabel = "producer"
+
+// registerError says what to do when the Registerer already holds metrics
+// of the same name and labels: another producer's.
+func registerError(name string, err error) error {
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		return fmt.Errorf("wire: registering the metrics: %w", err)
+	}
+	if name == "" {
+		return fmt.Errorf("wire: the Registerer already has mqfault's metrics (another producer's?): "+
+			"give each producer sharing it its own Observability.Name: %w", err)
+	}
+	return fmt.Errorf("wire: the Registerer already has mqfault's metrics for producer %q: "+
+		"give each producer sharing it its own Observability.Name: %w", name, err)
 }
 
 // StrategyConfig validates cfg (every knob, so the error is a *config.Error
@@ -110,13 +136,17 @@ func ProvideObservers(cfg config.Config, o Observability, clock latency.Clock) (
 		if err != nil {
 			return Observers{}, nil, err
 		}
-		if err := o.Registerer.Register(m); err != nil {
-			return Observers{}, nil, err
+		reg := o.Registerer
+		if o.Name != "" {
+			reg = prometheus.WrapRegistererWith(prometheus.Labels{ProducerLabel: o.Name}, reg)
+		}
+		if err := reg.Register(m); err != nil {
+			return Observers{}, nil, registerError(o.Name, err)
 		}
 		out.Metrics = m
 		lats = append(lats, m)
 		prods = append(prods, m)
-		cleanup = func() { o.Registerer.Unregister(m) }
+		cleanup = func() { reg.Unregister(m) }
 	}
 	if o.Strategy != nil {
 		lats = append(lats, o.Strategy)

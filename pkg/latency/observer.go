@@ -32,6 +32,12 @@ type IsolationEvent struct {
 	Duration  time.Duration // the isolation the duration table gave
 	Until     time.Time     // when the broker becomes available again
 	Reachable bool
+	// Extended is true when the broker was isolated already and this moved
+	// the end of its isolation later; false when the isolation began here
+	// (the broker was available). The fault table decides it under the
+	// broker's lock, so counting the events with Extended false counts the
+	// isolations exactly.
+	Extended bool
 }
 
 // RecoveryEvent reports that a broker's isolation ended.

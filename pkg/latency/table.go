@@ -210,14 +210,14 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
 	var until int64
-	isolated := false
+	isolated, extended := false, false
 	if t.mode == ModeV4 {
 		now := t.now()
 		until = addNanos(now, isolation)
-		isolated = s.overwrite(until, now)
+		isolated, extended = s.overwrite(until, now)
 		reachable = true
 	} else if isolation > 0 {
-		until, isolation, isolated = s.extend(t.now(), isolation, reason == ReasonFailure, bo)
+		until, isolation, isolated, extended = s.extend(t.now(), isolation, reason == ReasonFailure, bo)
 	} else if bo != nil {
 		s.forgive()
 	}
@@ -227,15 +227,16 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 	s.present.Store(true)
 	if isolated && t.obs != nil {
 		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
-			Until: time.Unix(0, until), Reachable: reachable})
+			Until: time.Unix(0, until), Reachable: reachable, Extended: extended})
 	}
 }
 
 // extend isolates s for d from now if that ends later than its current
 // isolation (v5). With the backoff policy bo, a failure's d is lengthened
 // first. It returns the end it computed, the isolation it gave, and whether
-// the isolation changed.
-func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (until int64, given time.Duration, ok bool) {
+// the isolation changed, and whether it was one already running (extended,
+// not begun).
+func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (until int64, given time.Duration, ok, extended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if failure && bo != nil {
@@ -246,33 +247,36 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (un
 		if failure && s.isolated.Load() && !s.failed.Swap(true) {
 			s.table.bump()
 		}
-		return until, d, false
+		return until, d, false, false
 	}
+	extended = s.isolated.Load()
 	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
 	s.ended = true
 	s.until.Store(until)
 	s.isolated.Store(true)
 	s.arm(span(now, until))
 	s.table.bump()
-	return until, d, true
+	return until, d, true, extended
 }
 
-// overwrite sets s's isolation end to until whatever it was (v4).
-func (s *slot) overwrite(until, now int64) bool {
+// overwrite sets s's isolation end to until whatever it was (v4). It
+// returns whether s is isolated now, and whether it was already.
+func (s *slot) overwrite(until, now int64) (isolated, extended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
 	s.until.Store(until)
 	if until > now {
+		extended = s.isolated.Load()
 		s.isolated.Store(true)
 		s.arm(span(now, until))
-		return true
+		return true, extended
 	}
 	s.isolated.Store(false)
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	return false
+	return false, false
 }
 
 // arm schedules the expiry check. Caller must hold s.mu.

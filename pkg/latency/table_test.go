@@ -444,7 +444,7 @@ func TestStrategyUpdate(t *testing.T) {
 }
 
 // TestObserverIsolateRecover: the observer hears of every isolation that
-// begins or is extended, and of its end, at the end.
+// begins or is extended (Extended says which), and of its end, at the end.
 func TestObserverIsolateRecover(t *testing.T) {
 	ctrl := gomock.NewController(t)
 	obs := mocks.NewMockObserver(ctrl)
@@ -460,7 +460,7 @@ func TestObserverIsolateRecover(t *testing.T) {
 		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "b", Reason: latency.ReasonLatency, Latency: 600 * time.Millisecond,
 			Duration: 2 * time.Second, Until: t0.Add(2 * time.Second), Reachable: true}),
 		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "b", Reason: latency.ReasonFailure, Latency: 5 * time.Millisecond,
-			Duration: 10 * time.Second, Until: t0.Add(10 * time.Second), Reachable: false}),
+			Duration: 10 * time.Second, Until: t0.Add(10 * time.Second), Reachable: false, Extended: true}),
 		obs.EXPECT().OnIsolate(latency.IsolationEvent{Broker: "c", Reason: latency.ReasonExplicit, Latency: time.Millisecond,
 			Duration: time.Second, Until: t0.Add(time.Second), Reachable: true}),
 		obs.EXPECT().OnRecover(latency.RecoveryEvent{Broker: "c", At: t0.Add(time.Second)}),

@@ -7,8 +7,9 @@
 //
 //	mqfault_isolated_brokers                     gauge    brokers isolated now (read from the fault table at scrape time)
 //	mqfault_unreachable_brokers                  gauge    brokers marked unreachable now
-//	mqfault_isolations_total{broker,reason}      counter  isolations begun or extended (reason: latency, failure, explicit)
-//	mqfault_recoveries_total{broker}             counter  isolations that ended
+//	mqfault_isolations_total{broker,reason}      counter  isolations begun: the broker went from available to isolated (reason: latency, failure, explicit)
+//	mqfault_isolation_extensions_total{broker,reason} counter  running isolations made longer (a failure or slow answer while isolated)
+//	mqfault_isolations_ended_total{broker}       counter  isolations whose time ran out (the broker is picked again; not proof that it works)
 //	mqfault_probes_total{result}                 counter  detector probes (result: reachable, unreachable, inconclusive)
 //	mqfault_picks_total{stage}                   counter  picks by the cascade stage that answered (from the strategy's StageCounter)
 //	mqfault_attempts_total{broker,outcome}       counter  send attempts (outcome: answered, client, transport, broker, cancelled)
@@ -39,12 +40,17 @@ import (
 // block: an event costs a few atomic adds (and, for a broker's first event, one
 // allocation of its series).
 //
-// One Metrics serves one strategy (Watch): to export several, give each its
-// own, registered through prometheus.WrapRegistererWith with a distinguishing
-// label.
+// One Metrics serves one strategy (Watch): to export several producers to
+// one registry, give each its own Metrics, registered through
+// prometheus.WrapRegistererWith with a constant label that tells them apart
+// (package wire does that with Observability.Name: producer="NAME"). A
+// constant label rather than a producer label on every vector: a Metrics
+// never sees another producer's events, and the gauges and pick counts read
+// one strategy; wrapping labels all of them, those from Collect included.
 type Metrics struct {
 	isolations *prometheus.CounterVec
-	recoveries *prometheus.CounterVec
+	extensions *prometheus.CounterVec
+	ended      *prometheus.CounterVec
 	probes     [3]prometheus.Counter // reachable, unreachable, inconclusive
 	probeVec   *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
@@ -82,7 +88,8 @@ var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, 
 type brokerSeries struct {
 	attempts   [numClasses]prometheus.Counter
 	isolations [len(reasons)]prometheus.Counter
-	recoveries prometheus.Counter
+	extensions [len(reasons)]prometheus.Counter
+	ended      prometheus.Counter
 }
 
 // Option configures Metrics.
@@ -127,9 +134,11 @@ func New(opts ...Option) (*Metrics, error) {
 	name := func(s string) string { return prometheus.BuildFQName(o.namespace, "", s) }
 	m := &Metrics{
 		isolations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("isolations_total"),
-			Help: "Broker isolations begun or extended, by broker and reason."}, []string{"broker", "reason"}),
-		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("recoveries_total"),
-			Help: "Broker isolations that ended, by broker."}, []string{"broker"}),
+			Help: "Broker isolations begun (the broker went from available to isolated), by broker and reason."}, []string{"broker", "reason"}),
+		extensions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("isolation_extensions_total"),
+			Help: "Running broker isolations made longer, by broker and reason."}, []string{"broker", "reason"}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("isolations_ended_total"),
+			Help: "Broker isolations whose time ran out (the broker is picked again, which does not mean it works), by broker."}, []string{"broker"}),
 		probeVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("probes_total"),
 			Help: "Detector probes, by result."}, []string{"result"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("attempts_total"),
@@ -179,30 +188,41 @@ func (m *Metrics) broker(name string) *brokerSeries {
 	if b, ok := m.brokers.Load(name); ok {
 		return b.(*brokerSeries)
 	}
-	b := &brokerSeries{recoveries: m.recoveries.WithLabelValues(name)}
+	b := &brokerSeries{ended: m.ended.WithLabelValues(name)}
 	for c := range numClasses {
 		b.attempts[c] = m.attempts.WithLabelValues(name, producer.Class(c).String())
 	}
 	for i, r := range reasons {
 		b.isolations[i] = m.isolations.WithLabelValues(name, string(r))
+		b.extensions[i] = m.extensions.WithLabelValues(name, string(r))
 	}
 	actual, _ := m.brokers.LoadOrStore(name, b)
 	return actual.(*brokerSeries)
 }
 
-// OnIsolate counts an isolation by broker and reason.
+// OnIsolate counts an isolation begun, or one extended, by broker and
+// reason.
 func (m *Metrics) OnIsolate(ev latency.IsolationEvent) {
 	for i, r := range reasons {
 		if r == ev.Reason {
-			m.broker(ev.Broker).isolations[i].Inc()
+			b := m.broker(ev.Broker)
+			if ev.Extended {
+				b.extensions[i].Inc()
+			} else {
+				b.isolations[i].Inc()
+			}
 			return
 		}
 	}
-	m.isolations.WithLabelValues(ev.Broker, string(ev.Reason)).Inc()
+	vec := m.isolations
+	if ev.Extended {
+		vec = m.extensions
+	}
+	vec.WithLabelValues(ev.Broker, string(ev.Reason)).Inc()
 }
 
-// OnRecover counts a recovery by broker.
-func (m *Metrics) OnRecover(ev latency.RecoveryEvent) { m.broker(ev.Broker).recoveries.Inc() }
+// OnRecover counts an isolation that ended, by broker.
+func (m *Metrics) OnRecover(ev latency.RecoveryEvent) { m.broker(ev.Broker).ended.Inc() }
 
 // OnProbe counts a probe by result.
 func (m *Metrics) OnProbe(ev latency.ProbeEvent) {
@@ -235,7 +255,7 @@ func (m *Metrics) OnSend(ev producer.SendEvent) {
 
 // vecs are the metric vectors Metrics collects as they are.
 func (m *Metrics) vecs() []prometheus.Collector {
-	return []prometheus.Collector{m.isolations, m.recoveries, m.probeVec, m.attempts, m.sends, m.duration}
+	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.sends, m.duration}
 }
 
 // Describe implements prometheus.Collector.

@@ -72,9 +72,11 @@ func TestEvents(t *testing.T) {
 	m, reg := newRegistered(t)
 	q := func(b string) route.MessageQueue { return route.MessageQueue{Topic: "T", BrokerName: b} }
 	m.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonFailure})
-	m.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonFailure})
+	m.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonFailure, Extended: true})
+	m.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonLatency, Extended: true})
 	m.OnIsolate(latency.IsolationEvent{Broker: "b", Reason: latency.ReasonLatency})
 	m.OnIsolate(latency.IsolationEvent{Broker: "b", Reason: "future"})
+	m.OnIsolate(latency.IsolationEvent{Broker: "b", Reason: "future", Extended: true})
 	m.OnRecover(latency.RecoveryEvent{Broker: "a"})
 	m.OnProbe(latency.ProbeEvent{Broker: "a"})
 	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: errors.New("refused")})
@@ -89,21 +91,26 @@ func TestEvents(t *testing.T) {
 
 	got := gather(t, reg)
 	want := map[string]float64{
-		"mqfault_isolations_total{broker=a,reason=failure}":    2,
-		"mqfault_isolations_total{broker=b,reason=latency}":    1,
-		"mqfault_isolations_total{broker=b,reason=future}":     1,
-		"mqfault_recoveries_total{broker=a}":                   1,
-		"mqfault_probes_total{result=reachable}":               1,
-		"mqfault_probes_total{result=unreachable}":             1,
-		"mqfault_probes_total{result=inconclusive}":            1,
-		"mqfault_attempts_total{broker=a,outcome=transport}":   1,
-		"mqfault_attempts_total{broker=b,outcome=answered}":    2,
-		"mqfault_sends_total{kind=sync,result=answered}":       1,
-		"mqfault_sends_total{kind=async,result=failed}":        1,
-		"mqfault_send_duration_seconds{kind=sync}_count":       1,
-		"mqfault_send_duration_seconds{kind=async}_sum":        2,
-		"mqfault_attempts_total{broker=b,outcome=cancelled}":   0,
-		"mqfault_sends_total{kind=oneway,result=call_timeout}": 0,
+		"mqfault_isolations_total{broker=a,reason=failure}":           1,
+		"mqfault_isolation_extensions_total{broker=a,reason=failure}": 1,
+		"mqfault_isolation_extensions_total{broker=a,reason=latency}": 1,
+		"mqfault_isolations_total{broker=a,reason=latency}":           0,
+		"mqfault_isolations_total{broker=b,reason=latency}":           1,
+		"mqfault_isolation_extensions_total{broker=b,reason=latency}": 0,
+		"mqfault_isolations_total{broker=b,reason=future}":            1,
+		"mqfault_isolation_extensions_total{broker=b,reason=future}":  1,
+		"mqfault_isolations_ended_total{broker=a}":                    1,
+		"mqfault_probes_total{result=reachable}":                      1,
+		"mqfault_probes_total{result=unreachable}":                    1,
+		"mqfault_probes_total{result=inconclusive}":                   1,
+		"mqfault_attempts_total{broker=a,outcome=transport}":          1,
+		"mqfault_attempts_total{broker=b,outcome=answered}":           2,
+		"mqfault_sends_total{kind=sync,result=answered}":              1,
+		"mqfault_sends_total{kind=async,result=failed}":               1,
+		"mqfault_send_duration_seconds{kind=sync}_count":              1,
+		"mqfault_send_duration_seconds{kind=async}_sum":               2,
+		"mqfault_attempts_total{broker=b,outcome=cancelled}":          0,
+		"mqfault_sends_total{kind=oneway,result=call_timeout}":        0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -132,16 +139,19 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Update("a", time.Millisecond, true, false)
+	clock.Advance(time.Second)
+	s.Update("a", time.Millisecond, true, false) // while isolated: an extension, not a new isolation
 	for range 4 {
 		s.Select(info, latency.PickInfo{})
 	}
 	got := gather(t, reg)
 	for k, v := range map[string]float64{
-		"app_isolated_brokers":                          1,
-		"app_unreachable_brokers":                       1,
-		"app_picks_total{stage=available}":              4,
-		"app_picks_total{stage=any}":                    0,
-		"app_isolations_total{broker=a,reason=failure}": 1,
+		"app_isolated_brokers":                                    1,
+		"app_unreachable_brokers":                                 1,
+		"app_picks_total{stage=available}":                        4,
+		"app_picks_total{stage=any}":                              0,
+		"app_isolations_total{broker=a,reason=failure}":           1,
+		"app_isolation_extensions_total{broker=a,reason=failure}": 1,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
@@ -149,8 +159,11 @@ func TestWatch(t *testing.T) {
 	}
 	clock.Advance(time.Minute)
 	got = gather(t, reg)
-	if got["app_isolated_brokers"] != 0 || got["app_recoveries_total{broker=a}"] != 1 {
-		t.Errorf("after the isolation: isolated %v, recoveries %v; want 0 and 1", got["app_isolated_brokers"], got["app_recoveries_total{broker=a}"])
+	// One isolation begun, one ended, none now: the counters agree with
+	// the gauge.
+	if got["app_isolated_brokers"] != 0 || got["app_isolations_ended_total{broker=a}"] != 1 || got["app_isolations_total{broker=a,reason=failure}"] != 1 {
+		t.Errorf("after the isolation: isolated %v, begun %v, ended %v; want 0, 1 and 1", got["app_isolated_brokers"],
+			got["app_isolations_total{broker=a,reason=failure}"], got["app_isolations_ended_total{broker=a}"])
 	}
 }
 
