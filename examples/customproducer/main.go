@@ -4,7 +4,7 @@
 // partway, composes a producer over them with the mqfault/wire injectors
 // (configuration from config.Load, the built-in TCP detector, slog and
 // Prometheus observers), and sends to all three for a while. It prints each
-// broker's traffic every second and each isolation and recovery as it happens,
+// broker's traffic every second and each isolation and its end as they happen,
 // serves /metrics and the fault table (/faults) on 127.0.0.1, and ends with a
 // per-broker summary.
 //
@@ -252,7 +252,8 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	}
 	fmt.Fprintln(out, "\nfrom /metrics:")
 	for _, l := range res.Metrics {
-		if strings.HasPrefix(l, "mqfault_isolations_total") || strings.HasPrefix(l, "mqfault_picks_total") {
+		counted := strings.HasPrefix(l, "mqfault_isolation") || strings.HasPrefix(l, "mqfault_picks_total")
+		if counted && !strings.HasSuffix(l, " 0") {
 			fmt.Fprintln(out, "  "+l)
 		}
 	}

@@ -63,6 +63,26 @@ func TestRun(t *testing.T) {
 	if got := metricValue(res.Metrics, `mqfault_isolations_total{broker="slow",reason="latency"}`); got < 1 {
 		t.Errorf("slow broker's latency isolations in /metrics = %v, want at least 1", got)
 	}
+	// The summary and /metrics count the same thing: isolations begun, and
+	// extensions apart (the scrape came after the last send, so no isolation
+	// began or grew in between).
+	for _, b := range []string{fast, slow, dead} {
+		var begun, extended float64
+		for _, r := range []string{"latency", "failure", "explicit"} {
+			begun += metricValue(res.Metrics, `mqfault_isolations_total{broker="`+b+`",reason="`+r+`"}`)
+			extended += metricValue(res.Metrics, `mqfault_isolation_extensions_total{broker="`+b+`",reason="`+r+`"}`)
+		}
+		if st := res.Brokers[b]; begun != float64(st.Isolations) || extended != float64(st.Extensions) {
+			t.Errorf("broker %s: /metrics counts %v isolations and %v extensions, the summary %d and %d; want them equal",
+				b, begun, extended, st.Isolations, st.Extensions)
+		}
+	}
+	if strings.Contains(out.String(), "recovered:") {
+		t.Error(`output says "recovered:" of an isolation that only expired`)
+	}
+	if res.Brokers[dead].Expiries > 0 && !strings.Contains(out.String(), "dead  isolation expired, not recovered") {
+		t.Errorf("the dead broker's isolation expired but the output does not say it did not recover")
+	}
 }
 
 func metricValue(lines []string, series string) float64 {

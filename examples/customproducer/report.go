@@ -35,8 +35,9 @@ type BrokerStats struct {
 	Attempts   int64 // attempts sent to it
 	Answered   int64 // attempts it answered
 	Failed     int64 // attempts that failed on it
-	Isolations int64 // times it went from available to isolated
-	Recoveries int64 // times its isolation ended
+	Isolations int64 // times it went from available to isolated (mqfault_isolations_total)
+	Extensions int64 // times a running isolation was made longer (mqfault_isolation_extensions_total)
+	Expiries   int64 // times its isolation ran out (mqfault_isolations_ended_total)
 	Stored     int64 // messages the broker itself stored
 	// Late counts the attempts sent to it in the second half of the run,
 	// after the faults had time to show.
@@ -46,13 +47,14 @@ type BrokerStats struct {
 // brokerCounters are a broker's live counters (atomics: the observers are
 // called from many goroutines).
 type brokerCounters struct {
-	attempts, answered, failed, isolations, recoveries, late atomic.Int64
-	isolated                                                 atomic.Bool // as this observer saw it
-	lastAttempts                                             int64       // for the per-second rate; owned by the reporter
+	attempts, answered, failed, late atomic.Int64
+	isolations, extensions, expiries atomic.Int64
+	unreachable, probeFailed         atomic.Bool // as the strategy last said
+	lastAttempts                     int64       // for the per-second rate; owned by the reporter
 }
 
-// watcher observes the strategy (isolations, recoveries, probes) and the
-// producer (attempts): it prints each isolation and recovery as it happens and
+// watcher observes the strategy (isolations, their ends, probes) and the
+// producer (attempts): it prints each isolation and its end as they happen and
 // counts traffic per broker.
 type watcher struct {
 	out      *console
@@ -71,10 +73,16 @@ func newWatcher(out *console, names []string, lateFrom time.Time) *watcher {
 	return w
 }
 
-// OnIsolate prints a broker's isolation when it begins (not each extension).
+// OnIsolate counts an isolation begun or extended (the fault table says
+// which, so the counts agree with /metrics), and prints it when it begins.
 func (w *watcher) OnIsolate(ev latency.IsolationEvent) {
 	b := w.brokers[ev.Broker]
-	if b == nil || !b.isolated.CompareAndSwap(false, true) {
+	if b == nil {
+		return
+	}
+	b.unreachable.Store(!ev.Reachable)
+	if ev.Extended {
+		b.extensions.Add(1)
 		return
 	}
 	b.isolations.Add(1)
@@ -89,19 +97,36 @@ func (w *watcher) OnIsolate(ev latency.IsolationEvent) {
 	w.out.printf("%-5s isolated for %v (%s%s)", ev.Broker, ev.Duration, why, reach)
 }
 
-// OnRecover prints the end of a broker's isolation.
+// OnRecover prints the end of a broker's isolation: its time ran out, which
+// says nothing of whether the broker works again.
 func (w *watcher) OnRecover(ev latency.RecoveryEvent) {
 	b := w.brokers[ev.Broker]
-	if b == nil || !b.isolated.CompareAndSwap(true, false) {
+	if b == nil {
 		return
 	}
-	b.recoveries.Add(1)
-	w.out.printf("%-5s recovered: back in the rotation", ev.Broker)
+	b.expiries.Add(1)
+	switch {
+	case b.unreachable.Load():
+		w.out.printf("%-5s isolation expired, not recovered: still unreachable (its probes fail), but picked again until a send to it fails", ev.Broker)
+	case b.probeFailed.Load():
+		w.out.printf("%-5s isolation expired, not recovered: its last probe failed; picked again", ev.Broker)
+	default:
+		w.out.printf("%-5s isolation expired: picked again (isolated again if it is still slow or failing)", ev.Broker)
+	}
 }
 
 // OnProbe prints what the TCP detector found when it changes something or
 // fails.
 func (w *watcher) OnProbe(ev latency.ProbeEvent) {
+	if b := w.brokers[ev.Broker]; b != nil && !errors.Is(ev.Err, latency.ErrProbeInconclusive) {
+		b.probeFailed.Store(ev.Err != nil)
+		if ev.BecameReachable {
+			b.unreachable.Store(false)
+		}
+		if ev.BecameUnreachable {
+			b.unreachable.Store(true)
+		}
+	}
 	switch {
 	case ev.Err == nil && ev.BecameReachable:
 		w.out.printf("%-5s probe: reachable again (still isolated until its time is up)", ev.Broker)
@@ -159,7 +184,7 @@ func (w *watcher) stats(stored map[string]int64) map[string]BrokerStats {
 	for n, b := range w.brokers {
 		out[n] = BrokerStats{
 			Attempts: b.attempts.Load(), Answered: b.answered.Load(), Failed: b.failed.Load(),
-			Isolations: b.isolations.Load(), Recoveries: b.recoveries.Load(), Stored: stored[n], Late: b.late.Load(),
+			Isolations: b.isolations.Load(), Extensions: b.extensions.Load(), Expiries: b.expiries.Load(), Stored: stored[n], Late: b.late.Load(),
 		}
 	}
 	return out
@@ -175,13 +200,16 @@ func printSummary(w io.Writer, stats map[string]BrokerStats, sends, failedSends 
 	}
 	sort.Strings(names)
 	fmt.Fprintf(w, "\nsummary: %d sends, %d failed after every retry\n", sends, failedSends)
-	fmt.Fprintf(w, "%-6s %9s %9s %7s %7s %11s %11s %12s\n", "broker", "attempts", "answered", "failed", "share", "isolations", "recoveries", "second half")
+	fmt.Fprintf(w, "%-6s %9s %9s %7s %7s %11s %9s %8s %12s\n", "broker", "attempts", "answered", "failed", "share", "isolations", "extended", "expired", "second half")
 	for _, n := range names {
 		s := stats[n]
 		share := 0.0
 		if answered > 0 {
 			share = 100 * float64(s.Answered) / float64(answered)
 		}
-		fmt.Fprintf(w, "%-6s %9d %9d %7d %6.1f%% %11d %11d %12d\n", n, s.Attempts, s.Answered, s.Failed, share, s.Isolations, s.Recoveries, s.Late)
+		fmt.Fprintf(w, "%-6s %9d %9d %7d %6.1f%% %11d %9d %8d %12d\n", n, s.Attempts, s.Answered, s.Failed, share, s.Isolations, s.Extensions, s.Expiries, s.Late)
 	}
+	fmt.Fprintln(w, "isolations: times the broker went from available to isolated (mqfault_isolations_total);")
+	fmt.Fprintln(w, "extended: times a running isolation was made longer (mqfault_isolation_extensions_total);")
+	fmt.Fprintln(w, "expired: isolations whose time ran out (mqfault_isolations_ended_total), recovered or not.")
 }

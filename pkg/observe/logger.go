@@ -14,7 +14,7 @@ import (
 
 // Logger writes the strategy's and the producer's events to a slog.Logger:
 //
-//   - a broker isolated (Warn), recovered (Info), found reachable again by a
+//   - a broker isolated (Warn), its isolation ended (Info), found reachable again by a
 //     probe (Info), a probe that failed (Warn) or told nothing (Debug);
 //   - an attempt that failed (Info: the send may still succeed elsewhere) and
 //     a send that failed (Warn); successes are not logged.
@@ -115,7 +115,7 @@ func (l *Logger) OnIsolate(ev latency.IsolationEvent) {
 // OnRecover logs that a broker's isolation ended (Info).
 func (l *Logger) OnRecover(ev latency.RecoveryEvent) {
 	if ok, n := l.admit(slog.LevelInfo, kindRecover, ev.Broker); ok {
-		l.emit(slog.LevelInfo, "mqfault: broker recovered", n, slog.String("broker", ev.Broker))
+		l.emit(slog.LevelInfo, "mqfault: broker isolation ended", n, slog.String("broker", ev.Broker))
 	}
 }
 

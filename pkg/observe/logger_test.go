@@ -138,7 +138,7 @@ func TestLoggerEvents(t *testing.T) {
 			l.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonLatency, Duration: 2 * time.Second})
 		}, slog.LevelWarn, "mqfault: broker isolated", "reason", "latency"},
 		{"recovery", func(l *Logger) { l.OnRecover(latency.RecoveryEvent{Broker: "a"}) },
-			slog.LevelInfo, "mqfault: broker recovered", "broker", "a"},
+			slog.LevelInfo, "mqfault: broker isolation ended", "broker", "a"},
 		{"probe made reachable", func(l *Logger) { l.OnProbe(latency.ProbeEvent{Broker: "a", BecameReachable: true}) },
 			slog.LevelInfo, "mqfault: broker reachable again", "broker", "a"},
 		{"probe ok, nothing new", func(l *Logger) { l.OnProbe(latency.ProbeEvent{Broker: "a"}) }, 0, "", "", ""},
