@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"errors"
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -226,5 +228,59 @@ func TestWriteError(t *testing.T) {
 				t.Errorf("mqfault %q > /dev/full = exit %d, stderr %q; want %d, writing output: no space left on device", args, code, stderr.String(), exitFailure)
 			}
 		})
+	}
+}
+
+// TestTraceFlagsAfterFile checks that `trace FILE --mode v4` is `trace
+// --mode v4 FILE`, and that -- lets a file name start with a dash.
+func TestTraceFlagsAfterFile(t *testing.T) {
+	const file = "../../testdata/conformance/v4_basic.trace"
+	want, err := os.ReadFile("../../testdata/conformance/v4_basic.v4.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dashed := dir + "/-v4.trace"
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dashed, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"trace", "--mode", "v4", file},
+		{"trace", file, "--mode", "v4"},
+		{"trace", file, "--mode=v4"},
+		{"trace", "--mode", "v4", "--", file},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, nil, &stdout, &stderr); code != 0 || !bytes.Equal(stdout.Bytes(), want) {
+			t.Errorf("mqfault %q = exit %d, %d bytes (stderr %q); want 0 and the reference's %d bytes", args, code, stdout.Len(), stderr.String(), len(want))
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	t.Chdir(dir)
+	if code := run([]string{"trace", "--mode", "v4", "--", "-v4.trace"}, nil, &stdout, &stderr); code != 0 || !bytes.Equal(stdout.Bytes(), want) {
+		t.Errorf("mqfault trace --mode v4 -- -v4.trace = exit %d (stderr %q); want 0 and the reference's output", code, stderr.String())
+	}
+}
+
+// TestVersionOfBinary checks `mqfault version` in a built binary against
+// the build information Go recorded in it.
+func TestVersionOfBinary(t *testing.T) {
+	bin := binary(t, mqfaultPkg)
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		if err != nil {
+			t.Fatalf("mqfault %v: %v", args, err)
+		}
+		if got, want := string(out), versionLine(bi)+"\n"; got != want || !strings.HasPrefix(got, "mqfault ") || !strings.Contains(got, bi.GoVersion) {
+			t.Errorf("mqfault %v = %q, want %q", args, got, want)
+		}
 	}
 }
