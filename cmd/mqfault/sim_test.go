@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -198,5 +199,22 @@ func TestProgressBar(t *testing.T) {
 	b.clear()
 	if !strings.HasSuffix(buf.String(), "\r") {
 		t.Errorf("clear() did not return to the line's start: %q", buf.String())
+	}
+}
+
+// TestSimInterruptedInProcess cancels a run the way a signal does: exit 130,
+// one line, nothing on stdout, and no half-written report left behind.
+func TestSimInterruptedInProcess(t *testing.T) {
+	path := writeSimScenario(t, strings.Replace(simScenario, "duration: 3s", "duration: 1h", 1))
+	report := filepath.Join(t.TempDir(), "r.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	code := runContext(ctx, []string{"sim", "--scenario", path, "--report", report}, nil, &stdout, &stderr)
+	if code != exitInterrupted || stderr.String() != "mqfault sim: interrupted\n" || stdout.Len() > 0 {
+		t.Errorf("interrupted sim = exit %d, stdout %q, stderr %q; want %d, nothing, one line", code, stdout.String(), stderr.String(), exitInterrupted)
+	}
+	if _, err := os.Stat(report); !os.IsNotExist(err) {
+		t.Errorf("the report %s is left behind after the interrupt (stat: %v)", report, err)
 	}
 }
