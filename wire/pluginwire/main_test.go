@@ -3,11 +3,15 @@ package pluginwire_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/mqfault/mqfault/plugins/plugintest"
 )
 
-// TestMain fails the package if any goroutine outlives the tests: every
-// injector's cleanup must stop the detector and the plugin host.
+// tcpDetector is the tcp-detector plugin, built once for the package.
+var tcpDetector string
+
+// TestMain builds the plugin and fails the package if any goroutine outlives
+// the tests: every injector's cleanup must stop the detector and the plugin
+// host.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	plugintest.Main(m, "github.com/mqfault/mqfault/plugins/cmd/tcp-detector", &tcpDetector)
 }

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
-	"github.com/mqfault/mqfault/plugins/plugintest"
+	mqwire "github.com/mqfault/mqfault/wire"
 	"github.com/mqfault/mqfault/wire/pluginwire"
 )
 
@@ -24,10 +27,7 @@ import (
 //  3. the cleanup stops the strategy and the plugin, leaving no goroutine
 //     (TestMain's goleak check).
 func TestNewStrategy(t *testing.T) {
-	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := tcpDetector
 	up, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -66,13 +66,43 @@ func TestNewStrategy(t *testing.T) {
 // not match is refused before it runs, with an error that says checksum, and
 // that the injector then leaves nothing behind.
 func TestNewStrategyChecksum(t *testing.T) {
-	bin, err := plugintest.Build(t.TempDir(), "github.com/mqfault/mqfault/plugins/cmd/tcp-detector")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := tcpDetector
 	pin := strings.Repeat("0", 64)
-	_, _, err = pluginwire.NewStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
+	_, _, err := pluginwire.NewStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
 	if !errors.Is(err, host.ErrChecksum) || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("NewStrategy() with a wrong pin: error = %v, want ErrChecksum saying checksum", err)
+	}
+}
+
+// TestNewProducer builds a producer whose detector is the tcp-detector
+// plugin, with metrics labelled producer="orders", and sends through it; the
+// cleanup unregisters the metrics and stops the plugin, leaving no goroutine
+// (TestMain's goleak check).
+func TestNewProducer(t *testing.T) {
+	var routes producer.StaticRoutes
+	routes.SetQueues("T", map[string]int{"a": 2})
+	sent := 0
+	tr := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
+		sent++
+		return producer.Result{MsgID: "id"}, nil
+	})
+	reg := prometheus.NewRegistry()
+	p, cleanup, err := pluginwire.NewProducer(config.DefaultConfig(), tr, &routes, latency.StaticResolver{},
+		host.Config{Path: tcpDetector}, mqwire.Observability{Registerer: reg, Name: "orders"})
+	if err != nil {
+		t.Fatalf("NewProducer() error = %v", err)
+	}
+	if _, err := p.SendSync(context.Background(), &producer.Message{Topic: "T"}); err != nil || sent != 1 {
+		t.Errorf("SendSync() = %v after %d attempts, want nil after 1", err, sent)
+	}
+	if !p.Strategy().DetectorEnabled() {
+		t.Error("the strategy's detector is off, want the plugin running as its detector")
+	}
+	if mfs, _ := reg.Gather(); len(mfs) == 0 {
+		t.Error("no metrics registered")
+	}
+	cleanup()
+	if mfs, _ := reg.Gather(); len(mfs) != 0 {
+		t.Errorf("%d metric families left after the cleanup, want 0", len(mfs))
 	}
 }
