@@ -30,6 +30,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, 0, "usage: mqfault COMMAND", "", false},
 		{[]string{"help"}, 0, "usage: mqfault COMMAND", "", false},
 		{[]string{"help", "sim"}, 0, "usage: mqfault sim [FLAGS]", "", false},
+		{[]string{"help", "help"}, 0, "usage: mqfault COMMAND", "", false},
 		{[]string{"help", "trace"}, 0, "usage: mqfault trace [FLAGS] FILE|-", "", false},
 		{[]string{"help", "probe"}, 0, "usage: mqfault probe [FLAGS] ENDPOINT...", "", false},
 		{[]string{"help", "version"}, 0, "usage: mqfault version", "", false},

@@ -77,7 +77,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // runHelp is `mqfault help [COMMAND]`.
 func runHelp(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 0:
+	case len(args) == 0, args[0] == "help":
 		return writeOut(stdout, stderr, "mqfault", topUsage)
 	case len(args) > 1:
 		fmt.Fprintln(stderr, "mqfault help: want at most one command\nusage: mqfault help [COMMAND]")
