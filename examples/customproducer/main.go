@@ -3,7 +3,9 @@
 // healthy, one that answers slowly and one that stops accepting connections
 // partway, composes a producer over them with the mqfault/wire injectors
 // (configuration from config.Load, the built-in TCP detector, slog and
-// Prometheus observers), and sends to all three for a while. It prints each
+// Prometheus observers), and sends to all three for a while. A second
+// producer (audit) sends beside it, exporting to the same Prometheus
+// registry: Observability.Name labels each one's metrics producer="NAME". It prints each
 // broker's traffic every second and each isolation and its end as they happen,
 // serves /metrics and the fault table (/faults) on 127.0.0.1, and ends with a
 // per-broker summary.
@@ -89,7 +91,13 @@ type result struct {
 	Metrics []string
 }
 
-const topic = "orders"
+// The two producers' names, which are also their topics. Both export to one
+// Prometheus registry, each metric labelled producer="NAME"
+// (Observability.Name); the console follows orders.
+const (
+	topic      = "orders"
+	auditTopic = "audit"
+)
 
 // The brokers' names.
 const (
@@ -154,6 +162,7 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	}
 	var routes producer.StaticRoutes
 	routes.SetQueues(topic, map[string]int{fast: 4, slow: 4, dead: 4})
+	routes.SetQueues(auditTopic, map[string]int{fast: 2, slow: 2, dead: 2})
 	transport := newLineTransport(addrs)
 	defer transport.Close()
 
@@ -163,22 +172,36 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	names := []string{fast, slow, dead}
 	watch := newWatcher(con, names, start.Add(opts.Duration/2))
 	reg := prometheus.NewRegistry()
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelError}))
 	obs := mqwire.Observability{
-		Logger:     slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger:     logger,
 		Registerer: reg,
+		Name:       topic,
 		Strategy:   watch,
 		Producer:   watch,
 	}
-	p, cleanup, err := mqwire.NewTCPProducer(cfg, transport, &routes, resolver, obs)
+	p, cleanupOrders, err := mqwire.NewTCPProducer(cfg, transport, &routes, resolver, obs)
 	if err != nil {
 		return result{}, err
 	}
 	cleaned := false
+	cleanup := cleanupOrders
 	defer func() {
 		if !cleaned {
 			cleanup()
 		}
 	}()
+	// A second producer, with a strategy of its own, on the same registry:
+	// its Name keeps its metrics apart from the first's.
+	audit, cleanupAudit, err := mqwire.NewTCPProducer(cfg, transport, &routes, resolver,
+		mqwire.Observability{Logger: logger, Registerer: reg, Name: auditTopic})
+	if err != nil {
+		return result{}, err
+	}
+	cleanup = func() {
+		cleanupAudit()
+		cleanupOrders()
+	}
 	strat := p.Strategy()
 
 	// 3. /metrics and /faults on an ephemeral loopback port.
@@ -207,7 +230,7 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	fmt.Fprintf(out, "config: mode %s, fault tolerance %s, detector %s (a round every %v, TCP probes), per-attempt cap %v, %d retries\n",
 		strat.Mode(), onOff(strat.FaultToleranceEnabled()), onOff(strat.DetectorEnabled()), cfg.Strategy.DetectPeriod,
 		cfg.Producer.MaxTimeoutPerRequest, cfg.Producer.RetryTimes)
-	fmt.Fprintf(out, "metrics: %s/metrics   fault table: %s/faults\n", base, base)
+	fmt.Fprintf(out, "metrics: %s/metrics (producers orders and audit, label producer)   fault table of orders: %s/faults\n", base, base)
 
 	// 4. Send for a while; the dead broker dies on schedule; report every second.
 	runCtx, cancel := context.WithTimeout(ctx, opts.Duration)
@@ -217,9 +240,14 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			send(runCtx, p, i, opts.Interval)
+			send(runCtx, p, topic, i, opts.Interval)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		send(runCtx, audit, auditTopic, 0, 4*opts.Interval)
+	}()
 	kill := time.AfterFunc(opts.DeadAfter, func() {
 		brokers[dead].StopAccepting()
 		con.printf("%-5s stops accepting connections", dead)
@@ -250,9 +278,10 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	fmt.Fprintln(out, "\nfrom /metrics:")
+	fmt.Fprintln(out, "\nfrom /metrics (both producers):")
 	for _, l := range res.Metrics {
-		counted := strings.HasPrefix(l, "mqfault_isolation") || strings.HasPrefix(l, "mqfault_picks_total")
+		counted := strings.HasPrefix(l, "mqfault_isolation") || strings.HasPrefix(l, "mqfault_picks_total") ||
+			strings.HasPrefix(l, "mqfault_sends_total")
 		if counted && !strings.HasSuffix(l, " 0") {
 			fmt.Fprintln(out, "  "+l)
 		}
@@ -270,7 +299,7 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 }
 
 // send sends messages one after another until ctx is done.
-func send(ctx context.Context, p *producer.Producer, sender int, interval time.Duration) {
+func send(ctx context.Context, p *producer.Producer, topic string, sender int, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for n := 0; ; n++ {

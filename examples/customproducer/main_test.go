@@ -21,7 +21,8 @@ func TestMain(m *testing.M) {
 // TestRun runs the example, shortened, and checks what it is there to show:
 //  1. the slow broker and the dead broker are isolated, and the output says so;
 //  2. in the second half of the run the healthy broker carries the traffic;
-//  3. /metrics was served on 127.0.0.1 and counted the isolations.
+//  3. /metrics was served on 127.0.0.1 and counted the isolations as the
+//     summary does, for both producers sharing the registry.
 func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real brokers for 5 s")
@@ -57,10 +58,10 @@ func TestRun(t *testing.T) {
 	if !strings.HasPrefix(res.MetricsURL, "http://127.0.0.1:") {
 		t.Errorf("metrics URL = %q, want one on 127.0.0.1", res.MetricsURL)
 	}
-	if got := metricValue(res.Metrics, `mqfault_isolations_total{broker="dead",reason="failure"}`); got < 1 {
+	if got := metricValue(res.Metrics, `mqfault_isolations_total{broker="dead",producer="orders",reason="failure"}`); got < 1 {
 		t.Errorf("dead broker's failure isolations in /metrics = %v, want at least 1\n%s", got, strings.Join(res.Metrics, "\n"))
 	}
-	if got := metricValue(res.Metrics, `mqfault_isolations_total{broker="slow",reason="latency"}`); got < 1 {
+	if got := metricValue(res.Metrics, `mqfault_isolations_total{broker="slow",producer="orders",reason="latency"}`); got < 1 {
 		t.Errorf("slow broker's latency isolations in /metrics = %v, want at least 1", got)
 	}
 	// The summary and /metrics count the same thing: isolations begun, and
@@ -69,13 +70,18 @@ func TestRun(t *testing.T) {
 	for _, b := range []string{fast, slow, dead} {
 		var begun, extended float64
 		for _, r := range []string{"latency", "failure", "explicit"} {
-			begun += metricValue(res.Metrics, `mqfault_isolations_total{broker="`+b+`",reason="`+r+`"}`)
-			extended += metricValue(res.Metrics, `mqfault_isolation_extensions_total{broker="`+b+`",reason="`+r+`"}`)
+			series := `{broker="` + b + `",producer="orders",reason="` + r + `"}`
+			begun += metricValue(res.Metrics, "mqfault_isolations_total"+series)
+			extended += metricValue(res.Metrics, "mqfault_isolation_extensions_total"+series)
 		}
 		if st := res.Brokers[b]; begun != float64(st.Isolations) || extended != float64(st.Extensions) {
 			t.Errorf("broker %s: /metrics counts %v isolations and %v extensions, the summary %d and %d; want them equal",
 				b, begun, extended, st.Isolations, st.Extensions)
 		}
+	}
+	// The second producer shares the registry, its series labelled apart.
+	if got := metricValue(res.Metrics, `mqfault_sends_total{kind="sync",producer="audit",result="answered"}`); got < 1 {
+		t.Errorf("the audit producer's answered sends in /metrics = %v, want at least 1\n%s", got, strings.Join(res.Metrics, "\n"))
 	}
 	if strings.Contains(out.String(), "recovered:") {
 		t.Error(`output says "recovered:" of an isolation that only expired`)

@@ -199,7 +199,7 @@ func printSummary(w io.Writer, stats map[string]BrokerStats, sends, failedSends 
 		answered += s.Answered
 	}
 	sort.Strings(names)
-	fmt.Fprintf(w, "\nsummary: %d sends, %d failed after every retry\n", sends, failedSends)
+	fmt.Fprintf(w, "\nsummary of producer %s: %d sends, %d failed after every retry\n", topic, sends, failedSends)
 	fmt.Fprintf(w, "%-6s %9s %9s %7s %7s %11s %9s %8s %12s\n", "broker", "attempts", "answered", "failed", "share", "isolations", "extended", "expired", "second half")
 	for _, n := range names {
 		s := stats[n]
