@@ -285,3 +285,15 @@ func TestVersionOfBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceEveryMalformedLine checks that trace's problems are printed as
+// the trace package reports them: one "line N: ..." per malformed line.
+func TestTraceEveryMalformedLine(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"trace", "-"}, strings.NewReader("bogus\nroute a:2\nselect - extra extra\nnope\n"), &stdout, &stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if code != exitUsage || stdout.Len() > 0 || len(lines) != 3 ||
+		!strings.HasPrefix(lines[0], "line 1: ") || !strings.HasPrefix(lines[1], "line 3: ") || !strings.HasPrefix(lines[2], "line 4: ") {
+		t.Errorf("mqfault trace - with three bad lines = exit %d, stdout %q, stderr %q; want %d, nothing, lines 1, 3 and 4", code, stdout.String(), stderr.String(), exitUsage)
+	}
+}
