@@ -10,7 +10,7 @@
 //
 // Start with the injectors (generated into wire_gen.go from wire.go):
 //
-//	NewStrategy(cfg, resolver, plugin)                      the strategy, its detector the plugin
+//	NewStrategy(cfg, resolver, plugin)                         the strategy, its detector the plugin
 //	NewProducer(cfg, transport, routes, resolver, plugin, obs) a producer over it, with wire.Observability
 //
 // plugin is a host.Config: the executable's path, an optional SHA-256 pin,
