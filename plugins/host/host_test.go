@@ -241,6 +241,10 @@ func TestConfigErrors(t *testing.T) {
 		{"env sets go-plugin's", host.Config{Path: "x", Env: []string{"PLUGIN_PROTOCOL_VERSIONS=9"}}},
 		{"negative timeout", host.Config{Path: "x", CallTimeout: -1}},
 		{"backoff inverted", host.Config{Path: "x", MinBackoff: time.Minute, MaxBackoff: time.Second}},
+		{"negative stop timeout", host.Config{Path: "x", StopTimeout: -1}},
+		{"negative health interval", host.Config{Path: "x", HealthInterval: -1}},
+		{"negative health timeout", host.Config{Path: "x", HealthTimeout: -1}},
+		{"negative health failures", host.Config{Path: "x", HealthFailures: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
