@@ -132,7 +132,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.HealthFailures < 0:
-		return c, &ConfigError{Field: "HealthFailures", Value: c.HealthFailures, Reason: "must not be negative"}
+		return c, invalid("HealthFailures", c.HealthFailures, "must not be negative")
 	case c.HealthFailures == 0:
 		c.HealthFailures = defaultHealthFailures
 	}
