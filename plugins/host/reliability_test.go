@@ -159,7 +159,7 @@ func TestHungPluginRestarted(t *testing.T) {
 	cfg := helper("tcp")
 	cfg.OnEvent = ev.record
 	cfg.HealthInterval = 100 * time.Millisecond
-	cfg.HealthTimeout = 200 * time.Millisecond
+	cfg.HealthTimeout = 500 * time.Millisecond
 	cfg.HealthFailures = 3
 	cfg.MinBackoff = 10 * time.Millisecond
 	d := newDetector(t, cfg)
