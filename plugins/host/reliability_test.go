@@ -230,6 +230,7 @@ func TestFloodBeforeHandshake(t *testing.T) {
 		t.Fatalf("NewDetector() = %v, want ErrHandshake", err)
 	}
 	msg := err.Error()
+	t.Logf("NewDetector() = %v", err)
 	if strings.Contains(msg, "magic cookie") || !strings.Contains(msg, `"garbage garbage`) || !strings.Contains(msg, "64 KiB") {
 		t.Errorf("NewDetector() error = %q, want it to quote the first bytes the plugin wrote and say no line came within 64 KiB (not blame the magic cookie)", msg)
 	}
