@@ -469,7 +469,10 @@ func TestInsecurePluginFile(t *testing.T) {
 			cfg.Path = path
 			ev := newEventLog()
 			cfg.OnEvent = ev.record
-			_, err := host.NewDetector(cfg)
+			d, err := host.NewDetector(cfg)
+			if err == nil {
+				_ = d.Close()
+			}
 			if !errors.Is(err, host.ErrInsecure) || !strings.Contains(err.Error(), tt.wantWhere) {
 				t.Errorf("NewDetector(unpinned) = %v, want ErrInsecure naming %s", err, tt.wantWhere)
 			}
@@ -480,7 +483,7 @@ func TestInsecurePluginFile(t *testing.T) {
 			cfg.Logger = slogNew(capture)
 			cfg.SHA256 = fileSHA256(t, path)
 			cfg.CopyDir = t.TempDir()
-			d := newDetector(t, cfg)
+			d = newDetector(t, cfg)
 			capture.waitFor(t, "writable by other users")
 			_ = d.Close()
 		})
