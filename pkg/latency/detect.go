@@ -3,6 +3,7 @@ package latency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 )
@@ -35,13 +36,85 @@ func (r StaticResolver) Resolve(broker string) (string, bool) {
 // information (nothing changes), and any other error when the endpoint is
 // unreachable.
 //
-// The probe's deadline comes from ctx (ctx.Deadline reports it on the wall
-// clock; ctx.Done closes when it passes on the strategy's Clock). Detect must
-// return promptly once ctx is done: a detector round stops waiting at the
-// deadline, but Close waits for every Detect call to return. Detect is called
-// from detector goroutines, possibly several at once, never on the pick path.
+// A probe's deadline is owned by its caller (the strategy's detector round,
+// from Config.DetectTimeout) and reaches Detect as ctx's deadline: ctx.Done
+// closes when it passes on the strategy's Clock, and ctx.Deadline reports
+// it on the wall clock. The contract, on both sides:
+//
+//   - Detect answers by the deadline. An error saying the endpoint did not
+//     answer in time (one wrapping context.DeadlineExceeded, say) is a
+//     verdict on the endpoint: unreachable.
+//   - The caller waits for the answer until the deadline plus ProbeGrace.
+//     A Detect that has not returned by then did not answer: the detector
+//     failed, not the endpoint, so the probe is inconclusive (ErrNoAnswer)
+//     and changes nothing. Close still waits for the call to return.
+//   - A detector that asks something else in turn (a plugin host asking
+//     its plugin process) gives it the deadline less a margin for the trip
+//     back, and answers inconclusive itself at its own deadline when the
+//     other side did not answer; DetectWithin does the waiting.
+//
+// Detect is called from detector goroutines, possibly several at once,
+// never on the pick path.
 type ServiceDetector interface {
 	Detect(ctx context.Context, endpoint string) error
+}
+
+// ErrNoAnswer is what a probe matches when its ServiceDetector did not
+// return by the probe's deadline plus ProbeGrace: the detector failed to
+// answer, which says nothing about the endpoint. It matches
+// ErrProbeInconclusive too.
+var ErrNoAnswer = fmt.Errorf("%w: the service detector did not answer by the probe's deadline", ErrProbeInconclusive)
+
+// ProbeGrace is how long past a probe's deadline the caller of a
+// ServiceDetector waits for its answer (a quarter of the probe's timeout,
+// at most 50 ms): time for an answer given at the deadline to arrive.
+func ProbeGrace(timeout time.Duration) time.Duration {
+	return min(timeout/4, 50*time.Millisecond)
+}
+
+// DetectWithin asks sd about endpoint with a deadline timeout from now on
+// clock (or ctx's, if sooner), as a detector round does: it returns sd's
+// answer if it comes by the deadline plus ProbeGrace(timeout), else an
+// error matching ErrNoAnswer (inconclusive), leaving the call to finish on
+// its own with its ctx cancelled. When ctx ends first, the answer is
+// inconclusive too (the caller gave up, the endpoint said nothing), unless
+// sd had answered.
+func DetectWithin(ctx context.Context, clock Clock, sd ServiceDetector, endpoint string, timeout time.Duration) error {
+	return ask(ctx, clock, endpoint, timeout, func(pctx context.Context) error { return sd.Detect(pctx, endpoint) })
+}
+
+// ask runs call once, in a goroutine of its own, with a ctx whose deadline
+// is timeout from now, and waits for its answer as DetectWithin says.
+func ask(ctx context.Context, clock Clock, endpoint string, timeout time.Duration, call func(context.Context) error) error {
+	pctx, cancel := WithClockTimeout(ctx, clock, timeout)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { res <- call(pctx) }()
+	late := make(chan struct{})
+	t := clock.AfterFunc(timeout+ProbeGrace(timeout), func() { close(late) })
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-res:
+	case <-late:
+		select {
+		case err = <-res: // it answered just now: take the answer
+		default:
+			return fmt.Errorf("probe %s: %w (waited %v)", endpoint, ErrNoAnswer, timeout+ProbeGrace(timeout))
+		}
+	case <-ctx.Done():
+		select {
+		case err = <-res:
+		default:
+			err = ctx.Err()
+		}
+	}
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		// The caller's ctx ended (cancelled, or its own deadline passed)
+		// under the probe: that says nothing about the endpoint.
+		err = errors.Join(ErrProbeInconclusive, err)
+	}
+	return err
 }
 
 // ServiceDetectorFunc adapts a function to a ServiceDetector.

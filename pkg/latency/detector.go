@@ -16,7 +16,10 @@ import (
 // there is a ServiceDetector, the broker's address is probed with a timeout and
 // a broker that answers becomes reachable. A failed or inconclusive probe
 // changes nothing (with Config.ProbeFailures on, a failed one marks the
-// broker unreachable), and isolation times are never touched.
+// broker unreachable), and isolation times are never touched. A detector
+// that does not answer by the probe's deadline (plus ProbeGrace) gives an
+// inconclusive probe: it is the detector that failed, not the broker (see
+// ServiceDetector).
 //
 // The reference probes one broker after another; a Detector probes up to
 // parallel at once (1 by default), taking each item in broker-name order as a
@@ -44,11 +47,12 @@ type RoundReport struct {
 	Reachable    int // probes that answered
 	Unreachable  int // probes that failed (including timeouts)
 	Inconclusive int // probes that told nothing (including cancelled ones)
-	TimedOut     int // probes that ran into their timeout (also in Unreachable)
+	TimedOut     int // probes whose detector said the endpoint did not answer in time (also in Unreachable)
+	NoAnswer     int // probes whose detector itself did not answer in time (ErrNoAnswer; also in Inconclusive)
 }
 
 type roundCounters struct {
-	due, removed, probed, reachable, unreachable, inconclusive, timedOut atomic.Int64
+	due, removed, probed, reachable, unreachable, inconclusive, timedOut, noAnswer atomic.Int64
 }
 
 // Round runs one round and returns when every probe it started has concluded
@@ -100,39 +104,26 @@ loop:
 		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
 		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
 		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
+		NoAnswer: int(c.noAnswer.Load()),
 	}
 }
 
-// probe asks the service detector about addr and applies the answer to sl. It
-// stops waiting when the probe's timeout passes on the clock; a Detect call
-// still running then is waited for by wait (Close), not by the round.
+// probe asks the service detector about addr and applies the answer to sl.
+// The probe's deadline is the detector's timeout (see ServiceDetector): an
+// answer is taken until ProbeGrace past it; a Detect call still running
+// then is an inconclusive probe (ErrNoAnswer), and is waited for by wait
+// (Close), not by the round.
 func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCounters) {
 	c.probed.Add(1)
-	pctx, cancel := WithClockTimeout(ctx, d.clock, d.timeout)
-	defer cancel()
 	start := d.clock.Now()
-	res := make(chan error, 1)
 	d.calls.Add(1)
-	go func() {
+	err := ask(ctx, d.clock, addr, d.timeout, func(pctx context.Context) error {
 		defer d.calls.Done()
-		res <- d.detect(pctx, addr)
-	}()
-	var err error
-	select {
-	case err = <-res:
-	case <-pctx.Done():
-		select {
-		case err = <-res: // it answered at the deadline: take the answer
-		default:
-			err = pctx.Err()
-		}
-	}
-	timedOut := errors.Is(err, context.DeadlineExceeded)
-	if err != nil && ctx.Err() != nil && (timedOut || errors.Is(err, context.Canceled)) {
-		// The round ended (cancelled, or its own deadline passed) under the
-		// probe: that says nothing about the broker.
-		err = errors.Join(ErrProbeInconclusive, err)
-		timedOut = false
+		return d.detect(pctx, addr)
+	})
+	timedOut := errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrProbeInconclusive)
+	if errors.Is(err, ErrNoAnswer) {
+		c.noAnswer.Add(1)
 	}
 	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Now().Sub(start)}
 	switch {

@@ -327,14 +327,15 @@ func TestDetectRoundNoDetector(t *testing.T) {
 	}
 }
 
-// TestDetectProbeHangsPastTimeout: the round stops waiting when the probe's
-// timeout passes on the clock and counts it as timed out; Close waits for
-// the hung Detect call to return.
+// TestDetectProbeHangsPastTimeout: a detector that ignores its deadline
+// did not answer. The round waits ProbeGrace past the probe's timeout, then
+// counts the probe as inconclusive (ErrNoAnswer): the detector failed, not
+// the broker. Close waits for the hung Detect call to return.
 func TestDetectProbeHangsPastTimeout(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctrl := gomock.NewController(t)
-	r := newDetectorRig(t, ctrl, true, nil)
-	r.isolate("b", false)
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.ProbeFailures = true })
+	r.isolate("b", true)
 	started, release := make(chan struct{}), make(chan struct{})
 	var returned atomic.Bool
 	r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
@@ -344,8 +345,10 @@ func TestDetectProbeHangsPastTimeout(t *testing.T) {
 		returned.Store(true)
 		return nil
 	})
+	grace := latency.ProbeGrace(200 * time.Millisecond)
 	r.obs.EXPECT().OnProbe(gomock.Cond(func(ev latency.ProbeEvent) bool {
-		return errors.Is(ev.Err, context.DeadlineExceeded) && ev.Elapsed == 200*time.Millisecond
+		return errors.Is(ev.Err, latency.ErrNoAnswer) && errors.Is(ev.Err, latency.ErrProbeInconclusive) &&
+			!ev.BecameUnreachable && ev.Elapsed == 200*time.Millisecond+grace
 	}))
 	reports := make(chan latency.RoundReport)
 	go func() {
@@ -353,19 +356,19 @@ func TestDetectProbeHangsPastTimeout(t *testing.T) {
 		reports <- rep
 	}()
 	<-started
-	r.clock.Advance(199 * time.Millisecond)
+	r.clock.Advance(200 * time.Millisecond)
 	select {
 	case rep := <-reports:
-		t.Fatalf("round returned before the timeout: %+v", rep)
+		t.Fatalf("round returned at the probe's deadline, before its grace: %+v", rep)
 	default:
 	}
-	r.clock.Advance(time.Millisecond)
-	want := latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1, TimedOut: 1}
+	r.clock.Advance(grace)
+	want := latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1, NoAnswer: 1}
 	if got := <-reports; got != want {
 		t.Errorf("DetectRound() = %+v, want %+v", got, want)
 	}
-	if r.s.FaultTolerance().IsReachable("b") {
-		t.Errorf("IsReachable(b) = true after a timed-out probe")
+	if !r.s.FaultTolerance().IsReachable("b") {
+		t.Errorf("IsReachable(b) = false after a probe whose detector did not answer, want true (ProbeFailures marks only verdicts)")
 	}
 
 	closed := make(chan struct{})

@@ -22,15 +22,43 @@ type Config struct {
 	// magic cookie cannot be set here.
 	Env []string
 	// SHA256, when not empty, pins the executable: its SHA-256 in hex (64
-	// digits, any case). The file is checked before every start, restarts
-	// included, and a mismatch is refused (ErrChecksum) without running it.
+	// digits, any case). At the first start the file is copied into a
+	// private directory (mode 0700, under CopyDir), the copy is hashed and
+	// the copy is run, so the bytes that run are the bytes that were hashed
+	// whatever happens to Path meanwhile; a mismatch is refused
+	// (ErrChecksum) without running anything. Restarts run the same copy,
+	// hashed again first. Close removes it. The plugin's argv[0] is still
+	// Path.
+	//
+	// Without a pin, a plugin whose file, or a directory above it, is
+	// writable by other users is refused (ErrInsecure): anyone could replace
+	// what the host runs. With a pin it runs (the copy is safe) and the host
+	// logs a warning.
 	SHA256 string
-	// CallTimeout bounds every call to the plugin (default 5 s). A detector
-	// call is also bounded by its ctx's deadline, whichever comes first.
+	// CopyDir is where a pinned plugin's private copy is made (default
+	// os.TempDir()). It must allow running programs (not mounted noexec).
+	CopyDir string
+	// CallTimeout bounds every filter call to the plugin (default 5 s), and
+	// a detector call whose ctx has no deadline: a probe's deadline belongs
+	// to its caller (the strategy's DetectTimeout), see Detector.Detect.
 	CallTimeout time.Duration
 	// StartTimeout bounds a start up to the end of the handshake (default
 	// 10 s).
 	StartTimeout time.Duration
+	// StopTimeout bounds the graceful part of stopping the plugin (Close, or
+	// a restart of a plugin that stopped answering): go-plugin's shutdown
+	// call and the wait for the process to exit. After it the plugin's whole
+	// process group is killed with SIGKILL (default 2 s). It is timed on the
+	// wall clock, like StartTimeout, so that Close always returns.
+	StopTimeout time.Duration
+	// HealthInterval is how often the host checks that the plugin answers
+	// (gRPC health check; default 3 s), each check bounded by HealthTimeout
+	// (default 2 s). After HealthFailures (default 3) failed checks in a
+	// row the plugin is taken as hung: it is killed and restarted like a
+	// plugin that died (EventUnresponsive). Timed on Clock.
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
+	HealthFailures int
 	// MinBackoff is the delay before the first restart after the plugin
 	// died (default 100 ms); it doubles after each failed restart up to
 	// MaxBackoff (default 30 s), and starts over after a good one.
@@ -55,6 +83,11 @@ const (
 	defaultStartTimeout = 10 * time.Second
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 30 * time.Second
+
+	defaultStopTimeout    = 2 * time.Second
+	defaultHealthInterval = 3 * time.Second
+	defaultHealthTimeout  = 2 * time.Second
+	defaultHealthFailures = 3
 )
 
 // withDefaults validates c and fills in defaults.
@@ -86,6 +119,9 @@ func (c Config) withDefaults() (Config, error) {
 		{"StartTimeout", &c.StartTimeout, defaultStartTimeout},
 		{"MinBackoff", &c.MinBackoff, defaultMinBackoff},
 		{"MaxBackoff", &c.MaxBackoff, defaultMaxBackoff},
+		{"StopTimeout", &c.StopTimeout, defaultStopTimeout},
+		{"HealthInterval", &c.HealthInterval, defaultHealthInterval},
+		{"HealthTimeout", &c.HealthTimeout, defaultHealthTimeout},
 	} {
 		if *d.v < 0 {
 			return c, invalid(d.name, *d.v, "must not be negative")
@@ -93,6 +129,12 @@ func (c Config) withDefaults() (Config, error) {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
+	}
+	switch {
+	case c.HealthFailures < 0:
+		return c, invalid("HealthFailures", c.HealthFailures, "must not be negative")
+	case c.HealthFailures == 0:
+		c.HealthFailures = defaultHealthFailures
 	}
 	if c.MinBackoff > c.MaxBackoff {
 		return c, &ConfigError{Field: "MinBackoff", Value: c.MinBackoff, Reason: "must not exceed MaxBackoff (" + c.MaxBackoff.String() + ")",
@@ -123,9 +165,13 @@ const (
 	EventRestartFailed
 	// EventStopped: Close stopped the plugin.
 	EventStopped
+	// EventUnresponsive: the plugin failed HealthFailures health checks in
+	// a row; it is killed, and restarted (EventExited and the restart
+	// events follow). Err is the last check's error.
+	EventUnresponsive
 )
 
-var eventNames = [...]string{"", "started", "exited", "restart_scheduled", "restart_failed", "stopped"}
+var eventNames = [...]string{"", "started", "exited", "restart_scheduled", "restart_failed", "stopped", "unresponsive"}
 
 // String returns the kind's name, e.g. "exited".
 func (k EventKind) String() string {

@@ -12,8 +12,8 @@ import (
 
 // Detector is a latency.ServiceDetector served by a plugin process. Give it
 // to a strategy with latency.WithServiceDetector. It is safe for concurrent
-// use; Detect blocks for at most the probe's deadline or CallTimeout,
-// whichever is first.
+// use; Detect blocks until the probe's deadline (ctx's; CallTimeout when ctx
+// has none) at most.
 type Detector struct {
 	sup *supervisor
 }
@@ -45,8 +45,9 @@ func ProvideDetector(cfg Config) (latency.ServiceDetector, func(), error) {
 }
 
 // detectMargin is the part of a probe's time the plugin does not get, so
-// that its own answer ("unreachable: timed out") arrives before the host
-// stops waiting: a fifth of the time, at most 100 ms.
+// that its answer at its deadline (its verdict, or its own "no answer" a
+// latency.ProbeGrace later) arrives before the host's deadline: a fifth of
+// the time, at most 100 ms.
 func detectMargin(d time.Duration) time.Duration {
 	return min(d/5, 100*time.Millisecond)
 }
@@ -57,11 +58,14 @@ func detectMargin(d time.Duration) time.Duration {
 // *latency.ProbeError whose cause matches the sentinel of the plugin's
 // error code, e.g. syscall.ECONNREFUSED or context.DeadlineExceeded).
 //
-// The plugin is given the time left until ctx's deadline (or CallTimeout,
-// if that is sooner), less a small margin. Everything that is not the
+// The probe's deadline is ctx's: the caller owns it (see
+// latency.ServiceDetector); CallTimeout applies only to a ctx without one.
+// The plugin is given the time left until then less a small margin, and
+// Detect answers by the deadline itself. Everything that is not the
 // plugin's answer is inconclusive: the plugin is down or restarting
-// (ErrUnavailable), closed (ErrClosed), did not answer in time
-// (ErrCallTimeout), answered garbage (ErrBadAnswer), or ctx was cancelled
+// (ErrUnavailable), closed (ErrClosed), did not answer by the deadline
+// (ErrCallTimeout: a hung or stopped plugin says nothing about the
+// endpoint), answered garbage (ErrBadAnswer), or ctx was cancelled
 // (context.Canceled).
 func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	if err := ctx.Err(); err != nil {
@@ -75,8 +79,12 @@ func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	if !ok {
 		return protocol.Inconclusive(&protocol.BadAnswerError{RPC: "Detect", Problem: "the plugin is no detector"})
 	}
-	cctx, cancel := latency.WithClockTimeout(ctx, d.sup.cfg.Clock, d.sup.cfg.CallTimeout)
-	defer cancel()
+	cctx := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		cctx, cancel = latency.WithClockTimeout(ctx, d.sup.cfg.Clock, d.sup.cfg.CallTimeout)
+		defer cancel()
+	}
 	deadline, _ := cctx.Deadline()
 	left := time.Until(deadline)
 	timeout := left - detectMargin(left)

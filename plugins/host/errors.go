@@ -21,6 +21,10 @@ var (
 	ErrHandshake = errors.New("plugin host: handshake failed")
 	// ErrIncompatible: the plugin speaks no protocol version the host does.
 	ErrIncompatible = errors.New("plugin host: incompatible plugin protocol version")
+	// ErrInsecure: the plugin is not pinned (Config.SHA256) and its file,
+	// or a directory above it, is writable by other users; it is refused
+	// and not started.
+	ErrInsecure = errors.New("plugin host: insecure plugin file")
 	// ErrStart: the executable could not be run at all (missing, not
 	// executable, ...).
 	ErrStart = errors.New("plugin host: cannot run plugin")
@@ -49,12 +53,13 @@ func invalid(field string, value any, reason string) *ConfigError {
 }
 
 // StartError says why a plugin could not be started. It matches its Reason
-// (ErrChecksum, ErrHandshake, ErrIncompatible or ErrStart) and wraps Err.
+// (ErrChecksum, ErrInsecure, ErrHandshake, ErrIncompatible or ErrStart) and
+// wraps Err.
 type StartError struct {
 	// Path is the plugin executable.
 	Path string
-	// Reason is the class of failure: ErrChecksum, ErrHandshake,
-	// ErrIncompatible or ErrStart.
+	// Reason is the class of failure: ErrChecksum, ErrInsecure,
+	// ErrHandshake, ErrIncompatible or ErrStart.
 	Reason error
 	// Err is what go-plugin or the operating system said.
 	Err error

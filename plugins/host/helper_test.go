@@ -99,6 +99,17 @@ func servePlugin(name string) {
 		serveRaw(protocol.KindDetector, func(s *grpc.Server) { pluginv1.RegisterDetectorServer(s, garbageDetector{}) })
 	case "garbage-filter":
 		serveRaw(protocol.KindFilter, func(s *grpc.Server) { pluginv1.RegisterFilterServer(s, garbageFilter{}) })
+	case "flood-handshake":
+		// More than go-plugin reads for one handshake line, no line break.
+		fmt.Print(strings.Repeat("garbage ", 100<<10/8))
+		time.Sleep(time.Minute) // the host gives up first and kills it
+	case "deadline-detector":
+		// A broker that never answers: the plugin's own verdict at its
+		// deadline is "unreachable: deadline exceeded".
+		sdk.ServeDetector(latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
+			<-ctx.Done()
+			return &latency.ProbeError{Endpoint: ep, Err: ctx.Err()}
+		}))
 	case "garbage-handshake":
 		fmt.Println("this is not a handshake")
 		time.Sleep(time.Minute) // the host gives up first and kills it

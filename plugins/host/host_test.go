@@ -241,6 +241,10 @@ func TestConfigErrors(t *testing.T) {
 		{"env sets go-plugin's", host.Config{Path: "x", Env: []string{"PLUGIN_PROTOCOL_VERSIONS=9"}}},
 		{"negative timeout", host.Config{Path: "x", CallTimeout: -1}},
 		{"backoff inverted", host.Config{Path: "x", MinBackoff: time.Minute, MaxBackoff: time.Second}},
+		{"negative stop timeout", host.Config{Path: "x", StopTimeout: -1}},
+		{"negative health interval", host.Config{Path: "x", HealthInterval: -1}},
+		{"negative health timeout", host.Config{Path: "x", HealthTimeout: -1}},
+		{"negative health failures", host.Config{Path: "x", HealthFailures: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,15 +258,19 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestDetectHang checks the per-call timeout against a plugin that never
-// answers: the probe is inconclusive, not unreachable.
+// TestDetectHang checks the probe's deadline (ctx's, or CallTimeout
+// without one) against a plugin that never answers: the probe is
+// inconclusive, not unreachable.
 func TestDetectHang(t *testing.T) {
 	cfg := helper("hang-detector")
 	cfg.CallTimeout = 150 * time.Millisecond
 	d := newDetector(t, cfg)
-	for name, deadline := range map[string]time.Duration{"call timeout": time.Hour, "probe deadline": 80 * time.Millisecond} {
+	for name, deadline := range map[string]time.Duration{"call timeout": 0, "probe deadline": 80 * time.Millisecond} {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			ctx, cancel := context.WithCancel(context.Background())
+			if deadline > 0 {
+				ctx, cancel = context.WithTimeout(context.Background(), deadline)
+			}
 			defer cancel()
 			err := d.Detect(ctx, "127.0.0.1:1")
 			if !errors.Is(err, host.ErrCallTimeout) || !errors.Is(err, latency.ErrProbeInconclusive) {

@@ -1,9 +1,7 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,19 +18,22 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
-// supervisor owns one plugin: it starts the process, watches it, restarts it
-// with backoff when it dies, and stops it on close. Calls read the live
-// instance with one atomic load.
+// supervisor owns one plugin: it starts the process, watches it (its exit,
+// and health checks), restarts it with backoff when it dies or hangs, and
+// stops it on close. Calls read the live instance with one atomic load.
 type supervisor struct {
 	cfg    Config
 	kind   protocol.Kind
 	plugin plugin.Plugin
 	log    *slog.Logger
-	want   []byte // the pinned SHA-256, or nil
+	pin    *pin // the pinned private copy, or nil without a pin
 
 	cur atomic.Pointer[instance] // the running plugin; nil while it is down
 
@@ -49,9 +50,11 @@ type supervisor struct {
 
 // instance is one running plugin process.
 type instance struct {
-	client *plugin.Client
-	raw    any // what Dispense returned: *protocol.DetectorClient or *protocol.FilterClient
-	proc   *procRunner
+	client    *plugin.Client
+	raw       any // what Dispense returned: *protocol.DetectorClient or *protocol.FilterClient
+	proc      *procRunner
+	conn      *grpc.ClientConn // for health checks; nil if go-plugin gave none
+	socketDir string           // go-plugin's temporary directory
 }
 
 // newSupervisor validates cfg and starts the plugin once; the caller sets the
@@ -69,13 +72,17 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		done:   make(chan struct{}),
 	}
 	if cfg.SHA256 != "" {
-		s.want, _ = hex.DecodeString(cfg.SHA256) // validated by withDefaults
+		want, _ := hex.DecodeString(cfg.SHA256) // validated by withDefaults
+		s.pin = &pin{want: want}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	start := time.Now()
 	inst, err := s.start()
 	if err != nil {
 		s.cancel()
+		if s.pin != nil {
+			s.pin.remove()
+		}
 		return nil, err
 	}
 	s.cur.Store(inst)
@@ -102,17 +109,23 @@ func (s *supervisor) current() (*instance, error) {
 	return nil, fmt.Errorf("%w: %s is down, a restart is pending", ErrUnavailable, s.cfg.Path)
 }
 
-// run watches the plugin until close: when the process exits it logs it,
+// run watches the plugin until close: when the process exits, or fails
+// HealthFailures health checks in a row (then it is killed), it logs it,
 // calls onDown, restarts it with backoff and calls onUp.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer func() {
+		if s.pin != nil {
+			s.pin.remove()
+		}
+	}()
+	health := s.cfg.Clock.NewTicker(s.cfg.HealthInterval)
+	defer health.Stop()
 	inst := s.cur.Load()
 	for {
-		select {
-		case <-s.ctx.Done():
+		if !s.watch(inst, health) {
 			s.stop(inst)
 			return
-		case <-inst.proc.exited:
 		}
 		s.cur.Store(nil)
 		if s.onDown != nil {
@@ -121,7 +134,7 @@ func (s *supervisor) run() {
 		status := exitStatus(inst.proc.waitErr)
 		s.log.Error("plugin host: plugin process exited; it will be restarted", "pid", inst.proc.pid, "status", status)
 		s.emit(Event{Kind: EventExited, PID: inst.proc.pid, Err: status})
-		inst.client.Kill() // reaps go-plugin's goroutines for the dead process
+		s.shutdown(inst) // reaps go-plugin's goroutines for the dead process
 		attempt := 0
 		if inst, attempt = s.restart(); inst == nil {
 			return
@@ -133,6 +146,65 @@ func (s *supervisor) run() {
 		s.log.Info("plugin host: plugin restarted", "pid", inst.proc.pid, "attempt", attempt)
 		s.emit(Event{Kind: EventStarted, PID: inst.proc.pid, Attempt: attempt})
 	}
+}
+
+// watch waits until inst's process has exited (it returns true; a plugin
+// that failed its health checks is killed first) or the supervisor is
+// closed (false).
+func (s *supervisor) watch(inst *instance, health latency.Ticker) bool {
+	failures := 0
+	for {
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-inst.proc.exited:
+			return true
+		case <-health.C():
+		}
+		err := s.check(inst)
+		switch {
+		case s.ctx.Err() != nil:
+			return false
+		case err == nil:
+			failures = 0
+			continue
+		}
+		failures++
+		s.log.Warn("plugin host: plugin health check failed", "pid", inst.proc.pid, "failures", failures, "err", err)
+		if failures < s.cfg.HealthFailures {
+			continue
+		}
+		s.log.Error("plugin host: plugin stopped answering; killing it to restart it", "pid", inst.proc.pid, "failures", failures, "err", err)
+		s.emit(Event{Kind: EventUnresponsive, PID: inst.proc.pid, Err: err})
+		s.cur.Store(nil) // no call waits for it any more
+		_ = inst.proc.Kill(context.Background())
+		select {
+		case <-inst.proc.exited:
+			return true
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+}
+
+// check asks the plugin's gRPC health service whether it serves, within
+// HealthTimeout.
+func (s *supervisor) check(inst *instance) error {
+	if inst.conn == nil {
+		return nil
+	}
+	ctx, cancel := latency.WithClockTimeout(s.ctx, s.cfg.Clock, s.cfg.HealthTimeout)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(inst.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: plugin.GRPCServiceName})
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("no answer to a health check within %v", s.cfg.HealthTimeout)
+	case err != nil:
+		return fmt.Errorf("health check: %w", err)
+	case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		return fmt.Errorf("health check: status %s", resp.GetStatus())
+	}
+	return nil
 }
 
 // exitStatus describes how a process ended; a clean exit is an error too,
@@ -147,9 +219,34 @@ func exitStatus(waitErr error) error {
 // stop ends inst (gracefully, then by force) and reports it.
 func (s *supervisor) stop(inst *instance) {
 	s.cur.Store(nil)
-	inst.client.Kill()
+	s.shutdown(inst)
 	s.log.Info("plugin host: plugin stopped", "pid", inst.proc.pid)
 	s.emit(Event{Kind: EventStopped, PID: inst.proc.pid})
+}
+
+// shutdown ends inst and everything go-plugin runs for it: go-plugin's
+// graceful shutdown (a Shutdown call, then waiting for the exit) for at
+// most StopTimeout, then SIGKILL to the plugin's process group. It returns
+// when go-plugin's goroutines are done and its temporary directory is
+// removed: within StopTimeout plus the time to reap a killed process.
+func (s *supervisor) shutdown(inst *instance) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inst.client.Kill()
+	}()
+	t := time.NewTimer(s.cfg.StopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("plugin host: plugin did not stop within StopTimeout; killing it", "pid", inst.proc.pid, "stop_timeout", s.cfg.StopTimeout)
+		_ = inst.proc.Kill(context.Background())
+		<-done
+	}
+	if inst.socketDir != "" {
+		_ = os.RemoveAll(inst.socketDir)
+	}
 }
 
 // restart starts the plugin again, waiting MinBackoff before the first try
@@ -196,43 +293,44 @@ func (s *supervisor) close() {
 	})
 }
 
-// verify checks the executable against the pinned SHA-256.
-func (s *supervisor) verify() error {
-	if s.want == nil {
-		return nil
+// executable returns the file to run: the pinned private copy, or Path
+// itself when it is not pinned and nobody else can change it.
+func (s *supervisor) executable() (string, error) {
+	where := writableByOthers(s.cfg.Path)
+	if s.pin == nil {
+		if where != "" {
+			return "", &StartError{Path: s.cfg.Path, Reason: ErrInsecure,
+				Err: fmt.Errorf("%s is writable by other users, who could replace what the host runs; refusing to run it unpinned (fix the permissions, or pin it with SHA256)", where)}
+		}
+		return s.cfg.Path, nil
 	}
-	f, err := os.Open(s.cfg.Path)
-	if err != nil {
-		return &StartError{Path: s.cfg.Path, Reason: ErrStart, Err: err}
+	first := s.pin.exe == ""
+	exe, err := s.pin.executable(s.cfg.Path, s.cfg.CopyDir)
+	if err == nil && first && where != "" {
+		s.log.Warn("plugin host: the plugin file is writable by other users; running the pinned, verified private copy", "where", where, "copy", exe)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return &StartError{Path: s.cfg.Path, Reason: ErrStart, Err: err}
-	}
-	if got := h.Sum(nil); !bytes.Equal(got, s.want) {
-		return &StartError{Path: s.cfg.Path, Reason: ErrChecksum,
-			Err: fmt.Errorf("the file's sha256 is %x, want %x; refusing to run it", got, s.want)}
-	}
-	return nil
+	return exe, err
 }
 
 // start runs one plugin process through the handshake and dispenses the
 // plugin. Closing the supervisor meanwhile kills the process.
 func (s *supervisor) start() (*instance, error) {
-	if err := s.verify(); err != nil {
+	exe, err := s.executable()
+	if err != nil {
 		return nil, err
 	}
 	var proc atomic.Pointer[procRunner]
+	var socketDir atomic.Pointer[string]
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake(s.kind),
 		VersionedPlugins: map[int]plugin.PluginSet{protocol.ProtocolVersion: {string(s.kind): s.plugin}},
-		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
+		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, dir string) (runner.Runner, error) {
+			socketDir.Store(&dir)
 			// cmd carries the environment go-plugin prepared (the host's,
 			// the magic cookie, the protocol versions, the mTLS
 			// certificate); Config.Env goes last so it overrides the
 			// host's variables, and cannot name go-plugin's.
-			r, err := newProcRunner(s.cfg.Path, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log)
+			r, err := newProcRunner(s.cfg.Path, exe, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log)
 			if err == nil {
 				proc.Store(r)
 			}
@@ -253,16 +351,31 @@ func (s *supervisor) start() (*instance, error) {
 	})
 	rpc, err := client.Client()
 	stopKiller()
-	if err != nil {
-		client.Kill()
-		return nil, s.startError(err, proc.Load())
+	var dir string
+	if d := socketDir.Load(); d != nil {
+		dir = *d
 	}
-	raw, err := rpc.Dispense(string(s.kind))
+	inst := &instance{client: client, proc: proc.Load(), socketDir: dir}
 	if err != nil {
-		client.Kill()
+		s.discard(inst)
+		return nil, s.startError(err, inst.proc)
+	}
+	if gc, ok := rpc.(*plugin.GRPCClient); ok {
+		inst.conn = gc.Conn
+	}
+	if inst.raw, err = rpc.Dispense(string(s.kind)); err != nil {
+		s.discard(inst)
 		return nil, &StartError{Path: s.cfg.Path, Reason: ErrHandshake, Err: err}
 	}
-	return &instance{client: client, raw: raw, proc: proc.Load()}, nil
+	return inst, nil
+}
+
+// discard ends a plugin that failed to start.
+func (s *supervisor) discard(inst *instance) {
+	if inst.proc != nil {
+		_ = inst.proc.Kill(context.Background())
+	}
+	s.shutdown(inst)
 }
 
 // startError classifies what go-plugin said about a failed start. go-plugin
@@ -275,11 +388,12 @@ func (s *supervisor) startError(err error, proc *procRunner) error {
 		reason = ErrIncompatible
 		err = fmt.Errorf("%v (the host speaks version %d)", err, protocol.ProtocolVersion)
 	case strings.Contains(msg, "exited before we could connect"),
-		// The plugin closed its stdout without a word: it exited at once.
+		// No line came: the plugin closed its stdout without a word, or
+		// wrote more than go-plugin reads for one line.
 		strings.HasPrefix(msg, "Unrecognized remote plugin message: \n"),
 		strings.TrimSpace(msg) == "Unrecognized remote plugin message:":
 		reason = ErrHandshake
-		err = fmt.Errorf("the plugin exited before the handshake: it is no mqfault %s plugin (a wrong magic cookie), or it failed at start", s.kind)
+		err = s.noHandshake(proc)
 	case strings.Contains(msg, "Unrecognized remote plugin message"),
 		strings.Contains(msg, "timeout while waiting for plugin to start"),
 		strings.Contains(msg, "unsupported plugin protocol"),
@@ -298,4 +412,29 @@ func (s *supervisor) startError(err error, proc *procRunner) error {
 		se.Output = proc.lastOutput()
 	}
 	return se
+}
+
+// maxHandshakeLine is the longest line go-plugin reads for a handshake (its
+// bufio.Scanner's limit).
+const maxHandshakeLine = 64 << 10
+
+// noHandshake says why no handshake line came: what the plugin wrote to
+// stdout instead, or that it wrote nothing.
+func (s *supervisor) noHandshake(proc *procRunner) error {
+	var head []byte
+	var n int64
+	if proc != nil {
+		head, n = proc.stdout.seen()
+	}
+	if n == 0 {
+		return fmt.Errorf("the plugin exited before the handshake: it is no mqfault %s plugin (a wrong magic cookie), or it failed at start", s.kind)
+	}
+	more := ""
+	if n > int64(len(head)) {
+		more = "…"
+	}
+	if n >= maxHandshakeLine {
+		return fmt.Errorf("the plugin wrote at least %d bytes to stdout with no line break, more than go-plugin reads for a handshake line (64 KiB); they start %q%s", n, head, more)
+	}
+	return fmt.Errorf("the plugin wrote %d bytes to stdout but no handshake line: %q%s", n, head, more)
 }

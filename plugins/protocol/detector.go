@@ -50,28 +50,18 @@ func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest
 	if req.GetTimeoutNanos() <= 0 {
 		return detectResponse(Inconclusive(fmt.Errorf("%w: timeout_nanos = %d, must be positive", ErrInvalidArgument, req.GetTimeoutNanos()))), nil
 	}
+	// The impl gets the request's timeout as its deadline; an answer it
+	// gives by then (plus latency.ProbeGrace) is sent, whatever it is. One
+	// that overstays it did not answer: inconclusive (latency.ErrNoAnswer),
+	// sent before the host's own deadline (it kept a margin for that); the
+	// impl's call finishes on its own.
 	timeout := time.Duration(req.GetTimeoutNanos())
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// The answer leaves at the deadline even if the detector overstays it
-	// (a gRPC client can take tens of milliseconds past its deadline on a
-	// busy machine); the detector's call then finishes on its own.
-	res := make(chan error, 1)
-	go func() { res <- safeDetect(ctx, s.impl, req.GetEndpoint()) }()
-	select {
-	case err := <-res:
-		return detectResponse(err), nil
-	case <-ctx.Done():
+	impl := latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error { return safeDetect(ctx, s.impl, ep) })
+	err := latency.DetectWithin(ctx, latency.RealClock{}, impl, req.GetEndpoint(), timeout)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = Inconclusive(fmt.Errorf("probe of %s cancelled: %w", req.GetEndpoint(), err))
 	}
-	select {
-	case err := <-res:
-		return detectResponse(err), nil
-	default:
-	}
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return detectResponse(Inconclusive(fmt.Errorf("probe of %s cancelled: %w", req.GetEndpoint(), ctx.Err()))), nil
-	}
-	return detectResponse(fmt.Errorf("probe of %s did not finish within %v: %w", req.GetEndpoint(), timeout, ctx.Err())), nil
+	return detectResponse(err), nil
 }
 
 // safeDetect calls d, turning a panic into an inconclusive ErrPluginFailed

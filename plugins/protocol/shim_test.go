@@ -86,7 +86,7 @@ func TestDetectorShim(t *testing.T) {
 		{"inconclusive", "unsure:1", time.Second, false, true, latency.ErrProbeInconclusive},
 		{"panic", "panic:1", time.Second, false, true, ErrPluginFailed},
 		{"plugin honours the timeout", "slow:1", 20 * time.Millisecond, false, false, context.DeadlineExceeded},
-		{"answered at the deadline for a detector that overstays it", "stubborn:1", 20 * time.Millisecond, false, false, context.DeadlineExceeded},
+		{"no answer from a detector that overstays its deadline", "stubborn:1", 20 * time.Millisecond, false, true, latency.ErrProbeInconclusive},
 		{"zero timeout", "up:1", 0, false, true, ErrInvalidArgument},
 	}
 	for _, tt := range tests {

@@ -52,8 +52,11 @@ var stderr io.Writer = os.Stderr
 
 // ServeDetector serves d as a detector plugin and returns when the host ends
 // the plugin. d's Detect is called concurrently, with a ctx whose deadline is
-// the time the host gave the probe; a panic in it is answered as an
-// inconclusive probe.
+// the time the host gave the probe; it should answer by then (an error
+// wrapping context.DeadlineExceeded says the endpoint did not answer in
+// time: unreachable). A Detect that overstays its deadline did not answer:
+// the host is told "inconclusive" (latency.ErrNoAnswer) a latency.ProbeGrace
+// later. A panic in it is answered as an inconclusive probe.
 func ServeDetector(d latency.ServiceDetector) {
 	serve(protocol.KindDetector, &protocol.DetectorPlugin{Impl: d})
 }
