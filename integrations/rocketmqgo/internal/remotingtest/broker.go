@@ -140,6 +140,8 @@ func (b *Broker) read(req *command) (Request, func() reply) {
 			}
 			return reply{code: CodeSuccess, queueOffset: -1}
 		}
+	case CodeGetMaxOffset:
+		return b.readMaxOffset(req)
 	case CodeUnregisterClient:
 		rec := Request{QueueID: -1, ClientID: req.extFields["clientID"], Group: req.extFields["producerGroup"]}
 		if rec.Group == "" {
@@ -169,6 +171,27 @@ func (b *Broker) readSend(req *command) (Request, func() reply) {
 	queue := max(h.queueID, 0) // a broker picks a queue for a negative id; we pick 0
 	count, size := int64(len(rec.Messages)), int64(len(req.body))
 	return rec, func() reply { return b.store(h.topic, queue, count, size) }
+}
+
+// readMaxOffset answers GET_MAX_OFFSET as a 4.9.x/5.x broker does: the
+// next offset of the queue, 0 for a topic or queue it never stored to (no
+// check that the topic exists); a queue id that is not an integer is a
+// SYSTEM_ERROR, as the broker's header decoding fails.
+func (b *Broker) readMaxOffset(req *command) (Request, func() reply) {
+	topic := req.extFields["topic"]
+	rec := Request{Topic: topic, QueueID: -1}
+	queue, err := strconv.Atoi(req.extFields["queueId"])
+	if err != nil || topic == "" {
+		remark := fmt.Sprintf("remotingtest broker %s: GET_MAX_OFFSET: topic %q, queueId %q", b.name, topic, req.extFields["queueId"])
+		return rec, func() reply { return reply{code: CodeSystemError, remark: remark, queueOffset: -1} }
+	}
+	rec.QueueID = queue
+	return rec, func() reply {
+		b.mu.Lock()
+		offset := b.offsets[topicQueue{topic, queue}]
+		b.mu.Unlock()
+		return reply{code: CodeSuccess, ext: map[string]string{"offset": strconv.FormatInt(offset, 10)}, queueOffset: -1}
+	}
 }
 
 // store gives count messages the next offsets of topic's queue.

@@ -6,6 +6,10 @@ import "fmt"
 const (
 	// CodeSendMessage is SEND_MESSAGE: one message, long header field names.
 	CodeSendMessage int16 = 10
+	// CodeGetMaxOffset is GET_MAX_OFFSET: the next offset of a topic's
+	// queue (header fields topic, queueId), asked by the reference's
+	// detector and by rocketmqgo.RemotingDetector.
+	CodeGetMaxOffset int16 = 30
 	// CodeHeartbeat is HEART_BEAT: a client announces its producer and
 	// consumer groups to a broker.
 	CodeHeartbeat int16 = 34
@@ -60,6 +64,7 @@ func storedCode(code int16) bool {
 
 var requestNames = map[int16]string{
 	CodeSendMessage:         "SEND_MESSAGE",
+	CodeGetMaxOffset:        "GET_MAX_OFFSET",
 	CodeHeartbeat:           "HEART_BEAT",
 	CodeUnregisterClient:    "UNREGISTER_CLIENT",
 	CodeGetRouteInfoByTopic: "GET_ROUTEINFO_BY_TOPIC",

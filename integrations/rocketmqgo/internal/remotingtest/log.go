@@ -18,7 +18,8 @@ const (
 	// entry says so just before the write, so a client holding the answer
 	// finds it settled; a write that then fails turns it into abandoned).
 	OutcomeAnswered
-	// OutcomeDropped means a Fault.Drop swallowed the request: never answered.
+	// OutcomeDropped means a Fault.Drop (or a Fault.Hung without LateStore)
+	// swallowed the request: never answered.
 	OutcomeDropped
 	// OutcomeOneway means the request was handled and, being one-way (flag
 	// bit 1), not answered.
@@ -78,6 +79,11 @@ type Request struct {
 	BodySize int
 	// Messages holds the messages of a send request (several for a batch).
 	Messages []Message
+
+	// Hung reports that the request was read while the broker was hung
+	// (Fault.Hung); with Fault.LateStore it is handled when the hang ends,
+	// and AnsweredAt says when.
+	Hung bool
 
 	// Outcome says what became of the request.
 	Outcome Outcome

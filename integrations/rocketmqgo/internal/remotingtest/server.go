@@ -54,9 +54,18 @@ type server struct {
 	ln     net.Listener
 	conns  map[*conn]struct{}
 	fault  Fault
+	held   []heldRequest // read while hung with LateStore, handled when the hang ends
 	closed bool
 
 	wg sync.WaitGroup // every goroutine the server started
+}
+
+// heldRequest is a request a hung broker read and will handle late.
+type heldRequest struct {
+	c      *conn
+	req    *command
+	seq    int
+	answer func() reply
 }
 
 // conn is one client connection.
@@ -183,7 +192,22 @@ func (s *server) dispatch(c *conn, remote string, req *command) {
 	rec.BodySize = len(req.body)
 	rec.QueueOffset = -1
 	f := s.faultFor(req.code)
-	if f.Drop {
+	rec.Hung = f.Hung
+	if f.Hung && f.LateStore {
+		s.mu.Lock()
+		if s.fault.Hung && s.fault.LateStore && !s.closed {
+			// Logged pending under mu, so a SetFault ending the hang
+			// finds it held.
+			seq := s.log.add(rec)
+			s.held = append(s.held, heldRequest{c: c, req: req, seq: seq, answer: answer})
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		f = s.faultFor(req.code) // the hang ended meanwhile
+		rec.Hung = f.Hung
+	}
+	if f.Drop || f.Hung {
 		// Logged settled in one step: no reader sees it pending.
 		rec.Outcome, rec.AnsweredAt = OutcomeDropped, rec.Time
 		s.log.add(rec)
@@ -288,8 +312,23 @@ func (s *server) faultFor(code int16) Fault {
 func (s *server) setFault(f Fault) {
 	f.Codes = append([]int16(nil), f.Codes...)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.fault = f
-	s.mu.Unlock()
+	if f.Hung && f.LateStore || len(s.held) == 0 || s.closed {
+		return
+	}
+	// The hang is over: handle what was read meanwhile, in the order read,
+	// as a resumed broker works through its backlog.
+	held := s.held
+	s.held = nil
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, h := range held {
+			s.wg.Add(1) // answer calls Done; this goroutine's count keeps Add safe
+			s.answer(h.c, h.req, h.seq, Fault{}, h.answer, nil, nil)
+		}
+	}()
 }
 
 func (s *server) currentFault() Fault {
@@ -334,6 +373,13 @@ func (s *server) resume() error {
 	return nil
 }
 
+// connCount returns how many connections are open.
+func (s *server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 func (s *server) refusing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -370,8 +416,13 @@ func (s *server) close() error {
 	s.closed = true
 	close(s.done)
 	disconnect := s.detachLocked()
+	held := s.held
+	s.held = nil
 	s.mu.Unlock()
 	disconnect()
+	for _, h := range held {
+		s.settle(h.seq, OutcomeAbandoned, reply{queueOffset: -1, remark: "server closed while hung"})
+	}
 	s.wg.Wait()
 	return nil
 }

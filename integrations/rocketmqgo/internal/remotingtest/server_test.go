@@ -383,7 +383,7 @@ func TestDropAndCodeFaults(t *testing.T) {
 
 func TestFaultValidation(t *testing.T) {
 	b := newTestBroker(t)
-	for _, f := range []Fault{{Delay: -1}, {Drop: true, Delay: 1}, {Drop: true, Code: 2}} {
+	for _, f := range []Fault{{Delay: -1}, {Drop: true, Delay: 1}, {Drop: true, Code: 2}, {Hung: true, Drop: true}, {Hung: true, Code: 2}, {LateStore: true}} {
 		if err := b.SetFault(f); err == nil {
 			t.Errorf("SetFault(%+v) error = nil, want one", f)
 		}
@@ -394,6 +394,7 @@ func TestFaultValidation(t *testing.T) {
 	}{
 		{Fault{}, "none"}, {Fault{Drop: true}, "drop"}, {Fault{Delay: time.Second}, "delay 1s"},
 		{Fault{Code: 2}, "answer SYSTEM_BUSY"}, {Fault{Code: 1, Delay: time.Millisecond}, "answer SYSTEM_ERROR after 1ms"},
+		{Fault{Hung: true}, "hung"}, {Fault{Hung: true, LateStore: true}, "hung, late store"},
 	}
 	for _, tt := range tests {
 		if got := tt.f.String(); got != tt.want {
