@@ -3,7 +3,12 @@ package rocketmqgo
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
@@ -30,15 +35,20 @@ import (
 // All methods are safe for concurrent use.
 type addressBook struct {
 	routes *clientRoutes
+	log    *slog.Logger
 
-	mu    sync.RWMutex      // guards addrs
-	addrs map[string]string // broker name -> address
+	mu     sync.RWMutex                   // guards addrs and byAddr
+	addrs  map[string]string              // broker name -> address
+	byAddr map[string]map[string]struct{} // address -> broker names
+
+	proxyLogged atomic.Bool // the shared address was logged
+	shared      atomic.Bool // some address is shared by several brokers
 }
 
 var _ latency.Resolver = (*addressBook)(nil)
 
-func newAddressBook(routes *clientRoutes) *addressBook {
-	return &addressBook{routes: routes, addrs: make(map[string]string)}
+func newAddressBook(routes *clientRoutes, log *slog.Logger) *addressBook {
+	return &addressBook{routes: routes, log: log, addrs: make(map[string]string), byAddr: make(map[string]map[string]struct{})}
 }
 
 // Resolve implements latency.Resolver.
@@ -68,8 +78,40 @@ func (a *addressBook) learn(broker, addr string) {
 		return
 	}
 	a.mu.Lock()
+	if old, ok := a.addrs[broker]; ok {
+		delete(a.byAddr[old], broker)
+		if len(a.byAddr[old]) == 0 {
+			delete(a.byAddr, old)
+		}
+	}
 	a.addrs[broker] = addr
+	at := a.byAddr[addr]
+	if at == nil {
+		at = make(map[string]struct{})
+		a.byAddr[addr] = at
+	}
+	at[broker] = struct{}{}
+	var sharing []string
+	if len(at) > 1 {
+		sharing = slices.Sorted(maps.Keys(at))
+	}
 	a.mu.Unlock()
+	if sharing != nil {
+		a.shared.Store(true)
+		if a.proxyLogged.CompareAndSwap(false, true) {
+			a.log.Warn("rocketmqgo: several brokers share one address, as behind a RocketMQ 5.x proxy: "+
+				"sends still avoid a broker whose sends fail, but probes of the address say nothing about one broker, "+
+				"so they are inconclusive and an isolated broker comes back only when its isolation ends",
+				"addr", addr, "brokers", sharing)
+		}
+	}
+}
+
+// brokersAt returns the brokers learnt at addr.
+func (a *addressBook) brokersAt(addr string) []string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Sorted(maps.Keys(a.byAddr[addr]))
 }
 
 // intercept is the interceptor the wrapper installs first in the client's
@@ -84,11 +126,22 @@ func (a *addressBook) intercept(ctx context.Context, req, reply any, next primit
 	return err
 }
 
+// queueDetector is a detector that can be told which queue to ask about
+// (RemotingDetector).
+type queueDetector interface {
+	DetectQueue(ctx context.Context, endpoint string, q ProbeQueue) error
+}
+
 // guardedDetector probes learnt addresses with the configured
-// latency.ServiceDetector and answers a broker with no address yet (endpoint
-// "") as inconclusive, so the probe changes nothing.
+// latency.ServiceDetector. It answers as inconclusive, so the probe changes
+// nothing, a broker with no address yet (endpoint "") and an address
+// several brokers share (a 5.x proxy: reaching it says nothing about one
+// broker behind it). A detector that takes a queue (RemotingDetector) is
+// asked about queue 0 of a topic the client routes to the broker at the
+// address (its own default topic while none is learnt).
 type guardedDetector struct {
-	d latency.ServiceDetector
+	d     latency.ServiceDetector
+	addrs *addressBook
 }
 
 var _ latency.ServiceDetector = guardedDetector{}
@@ -97,6 +150,14 @@ var _ latency.ServiceDetector = guardedDetector{}
 func (g guardedDetector) Detect(ctx context.Context, endpoint string) error {
 	if endpoint == "" {
 		return fmt.Errorf("%w: no address learnt for the broker yet", latency.ErrProbeInconclusive)
+	}
+	brokers := g.addrs.brokersAt(endpoint)
+	if len(brokers) > 1 {
+		return fmt.Errorf("%w: brokers %s share the address %s (a proxy): a probe cannot tell them apart",
+			latency.ErrProbeInconclusive, strings.Join(brokers, ", "), endpoint)
+	}
+	if qd, ok := g.d.(queueDetector); ok && len(brokers) == 1 {
+		return qd.DetectQueue(ctx, endpoint, ProbeQueue{Topic: g.addrs.routes.topicOf(brokers[0])})
 	}
 	return g.d.Detect(ctx, endpoint)
 }

@@ -1,8 +1,11 @@
 package rocketmqgo
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +21,7 @@ import (
 func TestAddressBook(t *testing.T) {
 	routes := &clientRoutes{}
 	routes.learn(topic, queues(topic, 2, "broker-a", "broker-b"))
-	book := newAddressBook(routes)
+	book := newAddressBook(routes, slog.New(slog.DiscardHandler))
 
 	pc := &primitive.ProducerCtx{}
 	ctx := primitive.WithProducerCtx(context.Background(), pc)
@@ -54,10 +57,10 @@ func TestAddressBook(t *testing.T) {
 // and counts as inconclusive.
 func TestGuardedDetector(t *testing.T) {
 	var probed atomic.Value
-	d := guardedDetector{latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
+	d := guardedDetector{d: latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
 		probed.Store(endpoint)
 		return nil
-	})}
+	}), addrs: newAddressBook(&clientRoutes{}, slog.New(slog.DiscardHandler))}
 	if err := d.Detect(context.Background(), ""); !errors.Is(err, latency.ErrProbeInconclusive) {
 		t.Errorf("Detect(\"\") = %v, want ErrProbeInconclusive", err)
 	}
@@ -144,5 +147,81 @@ func TestLearnRoutes(t *testing.T) {
 	none := &clientRoutes{probe: func(context.Context, string) error { return errors.New("no route") }}
 	if _, err := none.Lookup(context.Background(), "Nowhere"); err == nil || err.Error() == "" {
 		t.Errorf("Lookup(unknown) error = %v, want one", err)
+	}
+}
+
+// recordingQueueDetector records the queues it is asked about.
+type recordingQueueDetector struct {
+	mu     sync.Mutex
+	queues []ProbeQueue
+}
+
+func (r *recordingQueueDetector) Detect(ctx context.Context, endpoint string) error {
+	return r.DetectQueue(ctx, endpoint, ProbeQueue{})
+}
+
+func (r *recordingQueueDetector) DetectQueue(_ context.Context, _ string, q ProbeQueue) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queues = append(r.queues, q)
+	return nil
+}
+
+// TestGuardedDetectorQueue: a queue-taking detector is asked about queue 0
+// of a learnt topic that has queues on the broker at the address.
+func TestGuardedDetectorQueue(t *testing.T) {
+	routes := &clientRoutes{}
+	routes.learn("other", queues("other", 2, "broker-b"))
+	routes.learn(topic, queues(topic, 2, "broker-a", "broker-b"))
+	book := newAddressBook(routes, slog.New(slog.DiscardHandler))
+	book.learn("broker-a", "127.0.0.1:1")
+	rec := &recordingQueueDetector{}
+	d := guardedDetector{d: rec, addrs: book}
+	if err := d.Detect(context.Background(), "127.0.0.1:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	if err := d.Detect(context.Background(), "127.0.0.1:2"); err != nil { // no broker learnt there
+		t.Fatalf("Detect() = %v", err)
+	}
+	if len(rec.queues) != 2 || rec.queues[0] != (ProbeQueue{Topic: topic}) || rec.queues[1] != (ProbeQueue{}) {
+		t.Errorf("queues asked = %+v, want queue 0 of %s, then the detector's default", rec.queues, topic)
+	}
+}
+
+// TestSharedAddress: two brokers learnt at one address (a 5.x proxy) are
+// logged once, reported by BehindProxy, and probes of that address are
+// inconclusive without reaching the detector; a broker moving away ends the
+// sharing for probes.
+func TestSharedAddress(t *testing.T) {
+	var logs bytes.Buffer
+	routes := &clientRoutes{}
+	routes.learn(topic, queues(topic, 2, "broker-a", "broker-b"))
+	book := newAddressBook(routes, slog.New(slog.NewTextHandler(&logs, nil)))
+	probed := 0
+	d := guardedDetector{d: latency.ServiceDetectorFunc(func(context.Context, string) error { probed++; return nil }), addrs: book}
+	book.learn("broker-a", "127.0.0.1:8081")
+	if book.shared.Load() {
+		t.Fatal("shared after one broker")
+	}
+	book.learn("broker-b", "127.0.0.1:8081")
+	book.learn("broker-b", "127.0.0.1:8081")
+	book.learn("broker-c", "127.0.0.1:8081")
+	if !book.shared.Load() {
+		t.Fatal("not shared after two brokers on one address")
+	}
+	if n := strings.Count(logs.String(), "share one address"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "addr=127.0.0.1:8081") || !strings.Contains(logs.String(), "broker-a broker-b") {
+		t.Errorf("log = %q, want the address and the brokers", logs.String())
+	}
+	err := d.Detect(context.Background(), "127.0.0.1:8081")
+	if !errors.Is(err, latency.ErrProbeInconclusive) || !strings.Contains(err.Error(), "broker-a, broker-b") || probed != 0 {
+		t.Errorf("Detect(shared) = %v (probed %d), want inconclusive naming the brokers, no probe", err, probed)
+	}
+	book.learn("broker-b", "127.0.0.1:9")
+	book.learn("broker-c", "127.0.0.1:10")
+	if err := d.Detect(context.Background(), "127.0.0.1:8081"); err != nil || probed != 1 {
+		t.Errorf("Detect(no longer shared) = %v (probed %d), want the detector's answer", err, probed)
 	}
 }

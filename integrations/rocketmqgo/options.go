@@ -27,7 +27,7 @@ func defaultOptions() options {
 		strategy: latency.DefaultConfig(),
 		send:     mqproducer.DefaultConfig(),
 		clock:    latency.RealClock{},
-		detector: latency.TCPDetector{},
+		detector: &RemotingDetector{},
 		log:      slog.Default(),
 	}
 }
@@ -57,8 +57,11 @@ func WithClock(c latency.Clock) Option {
 }
 
 // WithServiceDetector sets what the strategy's detector probes learnt broker
-// addresses with (default latency.TCPDetector{}: a TCP connect). A broker
-// with no address learnt yet is never probed.
+// addresses with (default a *RemotingDetector: a GET_MAX_OFFSET request
+// that the broker must answer; latency.TCPDetector{} is the connect-only
+// check). A broker with no address learnt yet is never probed, and neither
+// is an address several brokers share (a 5.x proxy): both probes are
+// inconclusive.
 func WithServiceDetector(d latency.ServiceDetector) Option {
 	return func(o *options) {
 		if d != nil {

@@ -130,12 +130,12 @@ func newProducer(client Client, o options) (*Producer, error) {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.routes = &clientRoutes{probe: p.probe, changed: p.routeChanged}
 	p.sel = newSelector(p.routes.learn)
-	p.addrs = newAddressBook(p.routes)
+	p.addrs = newAddressBook(p.routes, o.log)
 	stratOpts := append([]latency.Option{
 		latency.WithClock(o.clock),
 		latency.WithLogger(o.log),
 		latency.WithResolver(p.addrs),
-		latency.WithServiceDetector(guardedDetector{o.detector}),
+		latency.WithServiceDetector(guardedDetector{d: o.detector, addrs: p.addrs}),
 	}, o.stratOpts...)
 	strat, err := latency.NewStrategy(o.strategy, stratOpts...)
 	if err != nil {
@@ -144,6 +144,11 @@ func newProducer(client Client, o options) (*Producer, error) {
 	p.strat = strat
 	return p, nil
 }
+
+// BehindProxy reports whether several brokers were learnt at one address,
+// as behind a RocketMQ 5.x proxy, where every broker of a route resolves to
+// the proxy's address. It is logged once, as a warning, when first seen.
+func (p *Producer) BehindProxy() bool { return p.addrs.shared.Load() }
 
 // Strategy returns the strategy that picks the queues, for inspection (its
 // fault table) and run-time switches (SetFaultTolerance, SetDetector,

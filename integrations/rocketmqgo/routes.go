@@ -119,6 +119,18 @@ func (r *clientRoutes) hasBroker(broker string) bool {
 	return found
 }
 
+// topicOf returns a learnt topic with queues on broker, "" when none.
+func (r *clientRoutes) topicOf(broker string) string {
+	topic := ""
+	r.seen.Range(func(k, v any) bool {
+		if l := v.(*seenTopic).last.Load(); l != nil && l.counts[broker] > 0 {
+			topic = k.(string)
+		}
+		return topic == ""
+	})
+	return topic
+}
+
 // same reports whether mqs is the very list l was learnt from: the client
 // builds a new list whenever its route changes.
 func same(l *seenList, mqs []*primitive.MessageQueue) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -64,25 +65,38 @@ var _ latency.ServiceDetector = (*Detector)(nil)
 // opaques numbers requests across every Detector of the process.
 var opaques atomic.Int32
 
-// Detect implements latency.ServiceDetector.
-func (d *Detector) Detect(ctx context.Context, endpoint string) error {
-	return d.DetectQueue(ctx, endpoint, d.Topic, d.QueueID)
+// Queue names the queue a probe asks about.
+type Queue struct {
+	Topic   string
+	QueueID int
+	// Broker is sent as "bname" when not empty.
+	Broker string
 }
 
-// DetectQueue is Detect asking about queueID of topic (empty topic:
-// d.Topic, then DefaultTopic).
-func (d *Detector) DetectQueue(ctx context.Context, endpoint, topic string, queueID int) error {
+// Detect implements latency.ServiceDetector, asking about d's queue.
+func (d *Detector) Detect(ctx context.Context, endpoint string) error {
+	return d.DetectQueue(ctx, endpoint, Queue{Topic: d.Topic, QueueID: d.QueueID, Broker: d.Broker})
+}
+
+// DetectQueue is Detect asking about q (an empty q.Topic: d.Topic, then
+// DefaultTopic; an empty q.Broker: d.Broker).
+func (d *Detector) DetectQueue(ctx context.Context, endpoint string, q Queue) error {
 	if err := ctx.Err(); err != nil {
 		return inconclusiveOr(ctx, endpoint, err)
 	}
 	if _, _, err := net.SplitHostPort(endpoint); err != nil {
 		return &latency.ProbeError{Endpoint: endpoint, Err: err}
 	}
+	topic := q.Topic
 	if topic == "" {
 		topic = d.Topic
 	}
 	if topic == "" {
 		topic = DefaultTopic
+	}
+	bname := q.Broker
+	if bname == "" {
+		bname = d.Broker
 	}
 	dialer := d.Dialer
 	if dialer == nil {
@@ -103,7 +117,7 @@ func (d *Detector) DetectQueue(ctx context.Context, endpoint, topic string, queu
 
 	opaque := opaques.Add(1) & 0x7FFFFFFF
 	var buf [256]byte
-	req := appendRequest(buf[:0], opaque, topic, queueID, d.Broker)
+	req := appendRequest(buf[:0], opaque, topic, q.QueueID, bname)
 	if _, err := conn.Write(req); err != nil {
 		return inconclusiveOr(ctx, endpoint, fmt.Errorf("send GET_MAX_OFFSET: %w", err))
 	}
@@ -130,7 +144,8 @@ func inconclusiveOr(ctx context.Context, endpoint string, err error) error {
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.Canceled):
 		return errors.Join(latency.ErrProbeInconclusive, err)
-	case errors.Is(ctxErr, context.DeadlineExceeded):
+	case errors.Is(ctxErr, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		// The socket deadline is ctx's: it may fire a moment before ctx is done.
 		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("no answer within the probe's deadline: %w", errors.Join(context.DeadlineExceeded, err))}
 	}
 	return &latency.ProbeError{Endpoint: endpoint, Err: err}

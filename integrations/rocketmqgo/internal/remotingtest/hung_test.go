@@ -85,6 +85,9 @@ func TestLateStore(t *testing.T) {
 	}
 	gone := dialRaw(t, b.Addr())
 	gone.send(sendV1("T", "0", "", "x"))
+	if _, err := b.Await(awaitCtx(t), func(rs []Request) bool { return len(rs) == 1 }); err != nil {
+		t.Fatalf("Await() error = %v", err)
+	}
 	stay := dialRaw(t, b.Addr())
 	stay.send(sendV1("T", "0", "", "y"))
 	if _, err := b.Await(awaitCtx(t), func(rs []Request) bool { return len(rs) == 2 }); err != nil {
