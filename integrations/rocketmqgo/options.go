@@ -20,6 +20,7 @@ type options struct {
 	stratOpts   []latency.Option
 	prodOpts    []mqproducer.Option
 	noIntercept bool
+	noPanics    bool
 }
 
 func defaultOptions() options {
@@ -103,3 +104,11 @@ func WithProducerOptions(opts ...mqproducer.Option) Option {
 // Request returns (nil, nil) without waiting for the reply and RequestAsync
 // sends its message twice.
 func WithoutInterceptor() Option { return func(o *options) { o.noIntercept = true } }
+
+// WithoutPanicHandler leaves rocketmq-client-go's primitive.PanicHandler as
+// it is. By default the first NewProducer of a process sets it, once, to a
+// handler that logs a panic of a client goroutine and calls the handler set
+// before (see README): without any handler, a panic in the client's
+// goroutines (v2.1.2's connection reader panics on a frame with a negative
+// length) ends the process.
+func WithoutPanicHandler() Option { return func(o *options) { o.noPanics = true } }

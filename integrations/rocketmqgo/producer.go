@@ -98,6 +98,9 @@ func NewProducer(clientOpts []producer.Option, opts ...Option) (*Producer, error
 	if err != nil {
 		return nil, err
 	}
+	if !o.noPanics {
+		installPanicHandler(o.log)
+	}
 	all := make([]producer.Option, 0, len(clientOpts)+3)
 	if !o.noIntercept {
 		all = append(all, producer.WithInterceptor(p.addrs.intercept))
