@@ -81,9 +81,11 @@ func TestE2EHungBroker(t *testing.T) {
 	interval := latency.DefaultConfig().DetectInterval + time.Millisecond
 	rounds := 0
 	for ; c.clock.Now().Add(interval).Before(until); rounds++ {
+		// This round or the background loop's (on the same clock) probes
+		// broker-b: the probes are counted below.
 		rep := c.round()
-		if item, _ := strat.Table().Item("broker-b"); item.Reachable || rep.Unreachable == 0 {
-			t.Fatalf("round %d while hung: %+v, item %+v, want broker-b probed and still unreachable", rounds, rep, item)
+		if item, _ := strat.Table().Item("broker-b"); item.Reachable || rep.Reachable > 1 {
+			t.Fatalf("round %d while hung: %+v, item %+v, want broker-b still unreachable", rounds, rep, item)
 		}
 		msgs = append(msgs, c.sendN(4)...) // inside the isolation: none reaches broker-b
 	}
@@ -96,17 +98,22 @@ func TestE2EHungBroker(t *testing.T) {
 			probes++
 		}
 	}
-	if probes < rounds {
-		t.Errorf("broker-b read %d GET_MAX_OFFSET probes while hung, want one per round (%d)", probes, rounds)
+	// One probe per check interval; the background loop's round and ours
+	// can share one interval's probe.
+	if probes < rounds-1 || probes < 3 {
+		t.Errorf("broker-b read %d GET_MAX_OFFSET probes while hung in %d rounds, want about one per round", probes, rounds)
 	}
 	if err := b.SetFault(remotingtest.Fault{}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
-	if rep := c.round(); rep.Reachable == 0 {
-		t.Fatalf("round after the hang = %+v, want broker-b reachable", rep)
-	}
-	if item, _ := strat.Table().Item("broker-b"); !item.Reachable {
-		t.Fatalf("broker-b item = %+v, want reachable once it answers", item)
+	for i := 0; ; i++ {
+		c.round()
+		if item, _ := strat.Table().Item("broker-b"); item.Reachable {
+			break
+		}
+		if i == 3 {
+			t.Fatalf("broker-b unreachable after 4 rounds since it answers again")
+		}
 	}
 	msgs = append(msgs, c.healAt(b, until, 16)...)
 	c.checkIsolated(b, held.Seq, until)
