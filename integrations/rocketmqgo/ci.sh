@@ -1,20 +1,111 @@
 #!/usr/bin/env bash
 # Vets and tests the rocketmqgo integration module, which is its own Go module:
-# the root module's `go test ./...` does not descend into it. Checks that the
-# committed mocks are what `go generate ./mocks` writes (mockgen is pinned by
-# this module's go.mod), then runs every test, end to end ones included, under
-# the race detector.
+# the root module's `go test ./...` does not descend into it.
+#
+# The module's go.mod requires the root module at a placeholder version that
+# no proxy serves (see README, "Using it from your module"). Two ways to build
+# it here:
+#   - workspace mode, through the root go.work (what a developer gets): gofmt,
+#     vet, the mock drift check;
+#   - module mode as a consumer gets it (GOWORK=off, the module's own pins),
+#     with a temporary copy of go.mod/go.sum that adds
+#     `replace github.com/mqfault/mqfault => ../..` (-modfile is refused in
+#     workspace mode, hence GOWORK=off on every such command): go mod tidy
+#     -diff, the tests on the pinned client v2.1.2 under -race -cpu=1,2,4, and
+#     the tests on the client's master pseudo-version (a go get into another
+#     temporary copy; nothing committed changes).
+# Finally a throwaway consumer module outside the repository, with the go.mod
+# README documents, must tidy and build.
+# GOFLAGS from the environment apply to every step; one that sets -mod or
+# -modfile breaks the workspace steps (the go command refuses them there).
 set -euo pipefail
 cd "$(dirname "$0")"
+here=$(pwd)
+root=$(cd ../.. && pwd)
 
+master=v2.1.3-0.20251226070945-2173d070fd1b
+
+step() { printf '\n--- rocketmqgo: %s\n' "$*"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# modcopy DIR: a copy of go.mod/go.sum in DIR with the root module replaced
+# by this checkout.
+modcopy() {
+  mkdir -p "$1"
+  cp go.mod "$1/go.mod"
+  cp go.sum "$1/go.sum"
+  GOWORK=off go mod edit -modfile="$1/go.mod" -replace github.com/mqfault/mqfault=../..
+}
+
+step "gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
 fi
+
+step "go vet (workspace mode, through the root go.work)"
 go vet ./...
 
+step "mocks are what go generate writes"
 go generate ./mocks
 git diff --exit-code -- mocks || { echo "mocks/ differs from what go generate writes: run go generate ./mocks and commit"; exit 1; }
 test -z "$(git status --porcelain -- mocks)" || { git status --porcelain -- mocks; echo "go generate ./mocks left untracked files"; exit 1; }
 
-go test -race ./...
+step "go.mod has no replace and is tidy (go mod tidy -diff with the root replaced)"
+if grep -q '^replace\|^[[:space:]]*github.com/mqfault/mqfault[[:space:]]*=>' go.mod; then
+  echo "go.mod has a replace directive: a consumer's build ignores it; use the root go.work"; exit 1
+fi
+modcopy "$tmp/pinned"
+GOWORK=off go mod tidy -diff -modfile="$tmp/pinned/go.mod" || { echo "go.mod/go.sum are not tidy: see README, \"Using it from your module\", for how to tidy them"; exit 1; }
+
+step "go test -race -cpu=1,2,4 ./... on rocketmq-client-go v2.1.2 (the module's pin)"
+GOWORK=off go test -race -cpu=1,2,4 -modfile="$tmp/pinned/go.mod" ./...
+
+step "go test -race ./... on rocketmq-client-go $master (the client's master; not committed)"
+modcopy "$tmp/master"
+GOWORK=off go get -modfile="$tmp/master/go.mod" "github.com/apache/rocketmq-client-go/v2@$master"
+GOWORK=off go mod tidy -modfile="$tmp/master/go.mod"
+GOWORK=off go list -modfile="$tmp/master/go.mod" -m github.com/apache/rocketmq-client-go/v2 | grep -q "$master" || { echo "the master run did not select $master"; exit 1; }
+GOWORK=off go test -race -count=1 -modfile="$tmp/master/go.mod" ./...
+
+step "a consumer module outside the repository resolves and builds (README's go.mod)"
+consumer="$tmp/consumer"
+mkdir -p "$consumer"
+cat > "$consumer/go.mod" <<MOD
+module example.com/consumer
+
+go 1.26.0
+
+require (
+	github.com/mqfault/mqfault v0.0.0-00010101000000-000000000000
+	github.com/mqfault/mqfault/integrations/rocketmqgo v0.0.0-00010101000000-000000000000
+)
+
+replace (
+	github.com/mqfault/mqfault => $root
+	github.com/mqfault/mqfault/integrations/rocketmqgo => $here
+)
+MOD
+cat > "$consumer/main.go" <<'GO'
+package main
+
+import (
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/mqfault/mqfault/integrations/rocketmqgo"
+)
+
+func main() {
+	p, err := rocketmqgo.NewProducer([]producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{"127.0.0.1:9876"})),
+	})
+	if err != nil {
+		panic(err)
+	}
+	_ = p
+}
+GO
+(cd "$consumer" && GOWORK=off go mod tidy && GOWORK=off go build ./... && GOWORK=off go vet ./...)
