@@ -61,14 +61,16 @@ modcopy "$tmp/pinned"
 GOWORK=off go mod tidy -diff -modfile="$tmp/pinned/go.mod" || { echo "go.mod/go.sum are not tidy: see README, \"Using it from your module\", for how to tidy them"; exit 1; }
 
 step "go test -race -cpu=1,2,4 ./... on rocketmq-client-go v2.1.2 (the module's pin)"
-GOWORK=off go test -race -cpu=1,2,4 -modfile="$tmp/pinned/go.mod" ./...
+# -modfile goes through GOFLAGS so that the go build the plugin's tests run
+# (plugintest) uses it too.
+GOWORK=off GOFLAGS="${GOFLAGS:-} -modfile=$tmp/pinned/go.mod" go test -race -cpu=1,2,4 ./...
 
 step "go test -race ./... on rocketmq-client-go $master (the client's master; not committed)"
 modcopy "$tmp/master"
 GOWORK=off go get -modfile="$tmp/master/go.mod" "github.com/apache/rocketmq-client-go/v2@$master"
 GOWORK=off go mod tidy -modfile="$tmp/master/go.mod"
 GOWORK=off go list -modfile="$tmp/master/go.mod" -m github.com/apache/rocketmq-client-go/v2 | grep -q "$master" || { echo "the master run did not select $master"; exit 1; }
-GOWORK=off go test -race -count=1 -modfile="$tmp/master/go.mod" ./...
+GOWORK=off GOFLAGS="${GOFLAGS:-} -modfile=$tmp/master/go.mod" go test -race -count=1 ./...
 
 step "a consumer module outside the repository resolves and builds (README's go.mod)"
 consumer="$tmp/consumer"

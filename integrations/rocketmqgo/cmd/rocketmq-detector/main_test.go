@@ -181,6 +181,17 @@ func TestMqfaultProbe(t *testing.T) {
 	t.Logf("mqfault probe:\n%s", stdout.String())
 }
 
+// rootFlags drops a -modfile meant for this module from GOFLAGS.
+func rootFlags(goflags string) string {
+	var keep []string
+	for _, f := range strings.Fields(goflags) {
+		if !strings.HasPrefix(f, "-modfile") && !strings.HasPrefix(f, "--modfile") {
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
+}
+
 // buildMqfault builds cmd/mqfault of this checkout (the root module, in
 // module mode) into a temporary directory.
 func buildMqfault(t *testing.T) string {
@@ -196,7 +207,7 @@ func buildMqfault(t *testing.T) string {
 	out := filepath.Join(t.TempDir(), "mqfault")
 	cmd := exec.Command(gobin, "build", "-o", out, "./cmd/mqfault")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+rootFlags(os.Getenv("GOFLAGS")))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/mqfault: %v\n%s", err, b)
 	}
