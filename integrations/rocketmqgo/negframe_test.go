@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	_ "unsafe" // go:linkname
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -72,6 +73,15 @@ func clipOutput(b []byte) string {
 	return string(b)
 }
 
+// The client's panic handler variable, by link name (its Go name differs
+// between v2.1.2 and master; see panics.go).
+//
+//go:linkname userHandlerV212 github.com/apache/rocketmq-client-go/v2/primitive.PanicHandler
+var userHandlerV212 func(any)
+
+//go:linkname userHandlerMaster github.com/apache/rocketmq-client-go/v2/primitive.DefaultPanicHandler
+var userHandlerMaster func(any)
+
 // garbageBroker accepts connections and answers every frame it reads with a
 // negative frame length.
 func garbageBroker(t *testing.T) string {
@@ -127,7 +137,10 @@ func garbageBroker(t *testing.T) string {
 func negativeFrameScenario(t *testing.T, userHandler bool) {
 	var userCalls atomic.Int64
 	if userHandler {
-		primitive.PanicHandler = func(any) { userCalls.Add(1) } // a handler of the user's, set before the producer
+		// A handler of the user's, set before the producer: the client's
+		// variable (v2.1.2 PanicHandler, master DefaultPanicHandler).
+		userHandlerV212 = func(any) { userCalls.Add(1) }
+		userHandlerMaster = userHandlerV212
 	}
 	var logs syncBuffer
 
