@@ -10,6 +10,10 @@
 // speaking the remoting protocol, from internal/remotingtest) and makes one
 // broker answer SYSTEM_BUSY, so the run shows a broker being isolated and the
 // sends retried elsewhere.
+//
+// It exits with status 1 when a message was not sent (with a line saying how
+// many failed and, for a topic without a route, what to do), 0 when every
+// message was stored.
 package main
 
 import (
@@ -38,11 +42,20 @@ func main() {
 	n := flag.Int("n", 12, "messages to send")
 	flag.Parse()
 	if err := run(*namesrv, *topic, *n); err != nil {
-		log.Fatal(err)
+		log.SetFlags(0)
+		log.Fatal("example: ", err)
 	}
 }
 
+// run sends n messages to topic through the name server namesrv (loopback
+// servers when empty) and returns an error unless every one was stored.
 func run(namesrv, topic string, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("-n %d: nothing to send, want at least 1 message", n)
+	}
+	if topic == "" {
+		return errors.New("-topic: empty")
+	}
 	rlog.SetLogLevel("error")
 	if namesrv == "" {
 		addr, stop, err := loopback(topic)
@@ -73,11 +86,19 @@ func run(namesrv, topic string, n int) error {
 	}
 	defer p.Shutdown() // before the loopback servers stop (defers run last-in first-out)
 
+	failed := 0
+	var firstErr error
 	for i := range n {
 		msg := primitive.NewMessage(topic, fmt.Appendf(nil, "hello %d", i))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		res, err := p.SendSync(ctx, msg)
 		cancel()
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
 		var se *mqproducer.SendError
 		switch {
 		case errors.As(err, &se):
@@ -92,7 +113,16 @@ func run(namesrv, topic string, n int) error {
 	for _, it := range p.Strategy().Table().Items() {
 		fmt.Printf("  %s latency=%v available=%v reachable=%v\n", it.Broker, it.Latency, it.Available, it.Reachable)
 	}
-	return nil
+	switch {
+	case failed == 0:
+		fmt.Printf("sent %d of %d messages\n", n, n)
+		return nil
+	case errors.Is(firstErr, mqproducer.ErrNoRoute):
+		return fmt.Errorf("%d of %d messages failed: the name server %s has no route for topic %q: "+
+			"create the topic (mqadmin updateTopic -t %s ...) or run the brokers with autoCreateTopicEnable=true; first error: %w",
+			failed, n, namesrv, topic, topic, firstErr)
+	}
+	return fmt.Errorf("%d of %d messages failed; first error: %w", failed, n, firstErr)
 }
 
 // loopback starts a name server and three brokers routing topic, with
