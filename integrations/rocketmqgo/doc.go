@@ -26,7 +26,15 @@
 //     error is mapped to the loop's typed errors (see the Transport contract
 //     in pkg/producer).
 //   - An interceptor learns broker addresses from the send context
-//     (primitive.GetProducerCtx), which the strategy's detector probes.
+//     (primitive.GetProducerCtx), which the strategy's detector probes with
+//     RemotingDetector: a GET_MAX_OFFSET request the broker must answer, as
+//     RocketMQ 5.x's detector asks (a stopped broker's kernel still accepts
+//     TCP connections). An address several brokers share (a 5.x proxy) is
+//     logged once and never probed.
+//   - The first NewProducer sets the client's panic handler, chained to one
+//     set before, so a panic in a client goroutine (v2.1.2 panics on a
+//     frame with a negative length) no longer ends the process
+//     (WithoutPanicHandler opts out).
 //
 // Client is the narrow interface over the client calls the wrapper makes;
 // tests mock it (package mocks).
