@@ -39,26 +39,35 @@ const (
 	StopAborted
 )
 
-var stopNames = []string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
+const numStops = StopAborted + 1
+
+var stopNames = [numStops]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
 
 // String returns none, answered, failed, call_timeout, broker_error,
 // cancelled or aborted.
-func (s Stop) String() string { return enumName(stopNames, int(s), "stop") }
+func (s Stop) String() string { return enumName(stopNames[:], int(s), "stop") }
 
-// FaultUpdate is the fault-table update an attempt calls for: the arguments
-// of latency.Strategy.Update. An empty Broker means there is nothing to
-// update.
-type FaultUpdate struct {
-	Broker    string
-	Latency   time.Duration
-	Isolation bool
-	Reachable bool
+// Stops lists every Stop, in order of value (for metrics that keep a series
+// per stop).
+func Stops() []Stop {
+	out := make([]Stop, numStops)
+	for i := range out {
+		out[i] = Stop(i)
+	}
+	return out
 }
+
+// FaultUpdate is a fault-table update: the arguments of
+// latency.Strategy.Update. An empty Broker means there is nothing to update.
+type FaultUpdate = latency.FaultUpdate
 
 // Decision is what Loop.Finish decides after an attempt.
 type Decision struct {
-	// Update is the fault update to make now (Strategy.Update).
-	Update FaultUpdate
+	// Report is the outcome to report through the attempt's pick
+	// (latency.Pick.Done): the attempt's Outcome as latency's update rules
+	// read it (latency.UpdateFor), on the reference code path it was met
+	// on. Its Latency is the attempt's elapsed time.
+	Report latency.Outcome
 	// Retry is true when the outcome allows another attempt; Next then
 	// decides with the attempts and (async) the budget left. False means the
 	// send is over: Result has its end.
@@ -320,29 +329,28 @@ func (l *Loop) record(broker string) {
 }
 
 // Dispatched reports that an async attempt's request was handed over, elapsed
-// after the attempt started. For the first attempt it returns the
-// reference's dispatch update (isolation false, reachable true) with that
-// latency, ok=true; otherwise (a retry, a sync or oneway send, a second call)
-// nothing. A driver over a blocking Transport calls it when it hands the
-// attempt over, before the outcome is known.
-func (l *Loop) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
+// after the attempt started. For the first attempt it returns the outcome
+// to report through the pick for the reference's dispatch update
+// (ClassAnswered on PathSend, with that latency), ok=true; otherwise (a
+// retry, a sync or oneway send, a second call) nothing. A driver over a
+// blocking Transport calls it when it hands the attempt over, before the
+// outcome is known.
+func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
 	if l.phase != phaseAttempt || l.kind != KindAsync || l.dispatched {
-		return FaultUpdate{}, false
+		return latency.Outcome{}, false
 	}
 	l.dispatched = true
 	l.see(l.begun.Add(elapsed))
 	if l.attempts != 1 {
-		return FaultUpdate{}, false
+		return latency.Outcome{}, false
 	}
-	return FaultUpdate{Broker: l.broker, Latency: elapsed, Reachable: true}, true
+	return latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend, Latency: elapsed}, true
 }
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start) and
-// returns the fault update to make and whether another attempt may follow,
-// by the rules in the Loop documentation. detectorOn is the strategy's
-// detector switch at this moment (Strategy.DetectorEnabled); it decides the
-// reachable flag of a sync transport error in v5.
-func (l *Loop) Finish(o Outcome, detectorOn bool) Decision {
+// returns what to report through the attempt's pick and whether another
+// attempt may follow, by the rules in the Loop documentation.
+func (l *Loop) Finish(o Outcome) Decision {
 	if l.phase != phaseAttempt {
 		return Decision{}
 	}
@@ -355,18 +363,9 @@ func (l *Loop) Finish(o Outcome, detectorOn bool) Decision {
 		}
 	}
 	if l.kind == KindAsync {
-		return l.finishAsync(o, detectorOn)
+		return l.finishAsync(o)
 	}
-	return l.finishDefault(o, detectorOn)
-}
-
-// update builds the fault update for the current attempt; v4 ignores
-// reachable, and mqfault reports it as true there.
-func (l *Loop) update(o Outcome, isolation, reachable bool) FaultUpdate {
-	if l.p.mode == latency.ModeV4 {
-		reachable = true
-	}
-	return FaultUpdate{Broker: l.broker, Latency: o.Elapsed, Isolation: isolation, Reachable: reachable}
+	return l.finishDefault(o)
 }
 
 // answer keeps res as the last answer, with the attempt's queue when the
@@ -379,22 +378,19 @@ func (l *Loop) answer(res Result) {
 }
 
 // finishDefault is sendDefaultImpl's handling of one attempt.
-func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
-	v4 := l.p.mode == latency.ModeV4
+func (l *Loop) finishDefault(o Outcome) Decision {
+	d := Decision{Report: o.Report(latency.PathSend)}
 	switch o.Class {
 	case ClassAnswered:
-		d := Decision{Update: l.update(o, false, true)}
 		l.answer(o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
 		}
 		l.finishAnswered()
-		return d
 	case ClassClient:
-		return Decision{Update: l.update(o, v4, true), Retry: true}
-	case ClassBroker:
-		d := Decision{Update: l.update(o, true, false)}
+		d.Retry = true
+	case ClassBroker, ClassBusy:
 		if l.p.IsRetryCode(o.Code) {
 			d.Retry = true
 			return d
@@ -404,53 +400,47 @@ func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
 		} else {
 			l.fail(StopBrokerError, l.lastErr)
 		}
-		return d
 	case ClassCancelled:
 		l.fail(StopCancelled, l.lastErr)
-		return Decision{Update: l.update(o, false, true)}
 	default: // ClassTransport
-		return Decision{Update: l.update(o, true, !detectorOn), Retry: true}
+		d.Retry = true
 	}
+	return d
 }
 
 // finishAsync is MQClientAPIImpl's handling of an async attempt, and
 // sendDefaultImpl's for a first attempt that failed before dispatch.
-func (l *Loop) finishAsync(o Outcome, detectorOn bool) Decision {
-	v4 := l.p.mode == latency.ModeV4
+func (l *Loop) finishAsync(o Outcome) Decision {
 	first := l.attempts == 1
 	beforeDispatch := o.Class == ClassClient || (!l.dispatched && o.Class != ClassAnswered && o.Class != ClassCancelled)
 	if beforeDispatch {
 		if first {
-			d := l.finishDefault(o, detectorOn)
+			d := l.finishDefault(o)
 			if d.Retry {
 				d.Retry = false
 				l.end()
 			}
 			return d
 		}
-		return Decision{Update: l.update(o, true, false), Retry: true}
+		return Decision{Report: o.Report(latency.PathAsyncResend), Retry: true}
 	}
+	d := Decision{Report: o.Report(latency.PathAsyncAnswer)}
 	switch o.Class {
 	case ClassAnswered:
-		d := Decision{Update: l.update(o, false, true)}
 		l.answer(o.Result)
 		l.finishAnswered()
-		return d
-	case ClassBroker:
+	case ClassBroker, ClassBusy:
 		l.fail(StopBrokerError, l.lastErr)
-		return Decision{Update: l.update(o, true, true)}
 	case ClassCancelled:
 		l.fail(StopCancelled, l.lastErr)
-		return Decision{Update: l.update(o, false, true)}
+	default: // ClassTransport
+		if o.Transport == TransportOverloaded && l.p.mode != latency.ModeV4 {
+			l.fail(StopFailed, l.lastErr)
+			return d
+		}
+		d.Retry = true
 	}
-	switch {
-	case o.Transport == TransportNotSent:
-		return Decision{Update: l.update(o, true, false), Retry: true}
-	case o.Transport == TransportOverloaded && !v4:
-		l.fail(StopFailed, l.lastErr)
-		return Decision{Update: l.update(o, true, true)}
-	}
-	return Decision{Update: l.update(o, true, true), Retry: true}
+	return d
 }
 
 // Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
@@ -504,8 +494,8 @@ func errNoDetail(o Outcome) error {
 	switch o.Class {
 	case ClassClient:
 		return &ClientError{Err: errors.New("client error")}
-	case ClassBroker:
-		return &BrokerError{Code: o.Code}
+	case ClassBroker, ClassBusy:
+		return &BrokerError{Code: o.Code, Remark: o.Remark}
 	case ClassCancelled:
 		return ErrInterrupted
 	}
