@@ -474,6 +474,10 @@ func (l *Loop) end() {
 
 func (l *Loop) finishAnswered() {
 	l.stop, l.phase = StopAnswered, phaseDone
+	l.result.Attempts = l.attempts
+	if l.attempts > 1 {
+		l.result.Brokers = l.brokerList(l.attempts)
+	}
 }
 
 func (l *Loop) fail(stop Stop, cause error) {

@@ -446,6 +446,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 		if res.Queue == (route.MessageQueue{}) {
 			res.Queue = q
 		}
+		res.Attempts, res.Brokers = 1, nil
 		ev.Stop, ev.Status = StopAnswered, res.Status
 		p.sendDone(ev)
 		return res, nil

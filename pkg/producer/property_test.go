@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func checkEnd(t *testing.T, id int, res producer.Result, err error) {
 	if err == nil {
 		return
 	}
-	if res != (producer.Result{}) {
+	if !reflect.DeepEqual(res, producer.Result{}) {
 		t.Errorf("send %d: both a result %+v and an error %v", id, res, err)
 	}
 	var se *producer.SendError
@@ -194,7 +195,7 @@ func TestLoopTerminates(t *testing.T) {
 			t.Fatalf("loop %d: Done() = %v, Stop() = %v, Attempts() = %d (made %d)", i, l.Done(), l.Stop(), l.Attempts(), steps)
 		}
 		res, err := l.Result()
-		if (err == nil) != (l.Stop() == producer.StopAnswered) || (err != nil && res != (producer.Result{})) {
+		if (err == nil) != (l.Stop() == producer.StopAnswered) || (err != nil && !reflect.DeepEqual(res, producer.Result{})) {
 			t.Fatalf("loop %d: Result() = %+v, %v with Stop() = %v", i, res, err, l.Stop())
 		}
 		if _, ok := l.Next(now); ok {
