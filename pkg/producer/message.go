@@ -50,10 +50,14 @@ const (
 	KindOneway
 )
 
-var kindNames = []string{"SYNC", "ASYNC", "ONEWAY"}
+var kindNames = [KindOneway + 1]string{"SYNC", "ASYNC", "ONEWAY"}
 
 // String returns SYNC, ASYNC or ONEWAY.
-func (k Kind) String() string { return enumName(kindNames, int(k), "kind") }
+func (k Kind) String() string { return enumName(kindNames[:], int(k), "kind") }
+
+// Kinds lists every Kind, in order of value (for metrics that keep a series
+// per kind).
+func Kinds() []Kind { return []Kind{KindSync, KindAsync, KindOneway} }
 
 // SendStatus is how a broker stored an answered message (the reference's
 // SendStatus). The zero value is SendOK.
