@@ -105,9 +105,14 @@ const (
 // dispatch) and MQClientAPIImpl's async retries, as a pure step function. It
 // reads no clock and starts no goroutine: drivers pass the time in, pick with
 // the strategy, run the attempt however they like (a blocking Transport
-// call, a goroutine, a simulated event), and feed the outcome back. The
-// producer's SendSync, SendAsync and SendOneway, the trace runner's send, and
-// a discrete-event simulator all drive the same Loop, so they decide alike.
+// call, a goroutine, a simulated event), and feed the outcome back. It keeps
+// the budget, retry and result decisions only: what an outcome does to the
+// fault table is the strategy's (latency.UpdateFor, applied when the outcome
+// is reported through the attempt's pick), so Finish says which outcome to
+// report, on which of the reference's code paths. Drive joins a Loop to a
+// Strategy's picks; the producer's SendSync, SendAsync and SendOneway, the
+// trace runner's send and the discrete-event simulator all drive a Drive, so
+// they decide alike.
 //
 // # Driving a Loop
 //
@@ -126,19 +131,19 @@ const (
 //		if !ok {
 //			break                               //    call timeout
 //		}
-//		// (async only) hand the request over, then make the dispatch update:
-//		//   if u, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { strategy.Update(...) }
+//		// (async only) hand the request over, then report the dispatch:
+//		//   if o, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { pick.Done(o) }
 //		o := run(plan)                          // 4. the attempt, ending at plan.Start+o.Elapsed
-//		d := l.Finish(o, strategy.DetectorEnabled())
-//		strategy.Update(d.Update.Broker, d.Update.Latency, d.Update.Isolation, d.Update.Reachable)
+//		d := l.Finish(o)
+//		pick.Done(d.Report)                     // 5. the strategy's rules make the fault update
 //		now = plan.Start.Add(o.Elapsed)         // (a real driver reads its clock)
 //	}
 //	res, err := l.Result()
 //
-// Next and Start may be given the same now (a pick takes no time in virtual
-// time; the reference reads its clock after the pick, which Start models).
-// Every method tolerates misuse (a call out of order does nothing and
-// reports false or a zero value); none panics.
+// Drive is that loop, written once. Next and Start may be given the same now
+// (a pick takes no time in virtual time; the reference reads its clock after
+// the pick, which Start models). Every method tolerates misuse (a call out
+// of order does nothing and reports false or a zero value); none panics.
 //
 // # Sync and oneway (sendDefaultImpl)
 //
@@ -146,22 +151,25 @@ const (
 // attempt on, Next asks for a pick avoiding the previous attempt's broker
 // and (v5) resetting the index. Start records the picked broker, then stops
 // the send if more than Timeout has passed since it began (StopCallTimeout,
-// or StopAnswered when an earlier attempt was answered). Finish, with
-// latency = the attempt's elapsed time:
+// or StopAnswered when an earlier attempt was answered). Finish reports every
+// outcome on latency.PathSend (v5: answered, client error and cancelled
+// (false, true); a broker error or busy answer (true, false); a transport
+// error (true, !detectorOn); v4 isolates all but answered and cancelled),
+// and decides:
 //
-//	outcome            v5 update (isolation, reachable)   v4 isolation   then
-//	answered           false, true                         false          sync: a status other than SendOK retries only with
-//	                                                                      RetryAnotherBrokerWhenNotStoreOK; else the send ends
-//	client error       false, true                         true           retry
-//	transport error    true, !detectorOn                   true           retry
-//	broker error       true, false                         true           retry if a retry code, else end with the last answer
-//	                                                                      or the error (StopBrokerError)
-//	cancelled          false, true                         false          end with the error (StopCancelled)
+//	outcome            then
+//	answered           sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
+//	                   else the send ends
+//	client error       retry
+//	transport error    retry
+//	broker error, busy retry if a retry code, else end with the last answer or the error (StopBrokerError)
+//	cancelled          end with the error (StopCancelled)
 //
 // After the last attempt the send returns the last answered result if there
-// is one, else fails (StopFailed) wrapping the last error. v4 has no
-// reachable flag; its updates carry Reachable true, which a v4 strategy
-// ignores.
+// is one, else fails (StopFailed) wrapping the last error. A busy answer
+// (ClassBusy: SYSTEM_BUSY, a proxy's TOO_MANY_REQUESTS) is a broker error to
+// the reference modes, retried when its code is a retry code (2 is in 5.x's
+// set, not in 4.x's).
 //
 // # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
 //
@@ -169,13 +177,13 @@ const (
 // sync first attempt is and passes the same budget check. An async attempt
 // has two moments: the request is handed over (dispatch), then its answer or
 // failure arrives. The driver reports the hand-over with Dispatched; for the
-// first attempt that returns the reference's dispatch update (false, true)
-// with the dispatch latency. Finish then applies the reference's response
-// rules:
+// first attempt that returns the reference's dispatch report (answered on
+// PathSend: the update (false, true) with the dispatch latency). Finish then
+// reports the answer or failure on latency.PathAsyncAnswer and decides:
 //
 //	outcome (after dispatch)           v5 update       v4     then
 //	answered (any status)              false, true     false  end: success callback
-//	broker error                       true, true      true   end, no retry (StopBrokerError)
+//	broker error, busy                 true, true      true   end, no retry (StopBrokerError)
 //	transport error                    true, true      true   retry
 //	transport error, TransportNotSent  true, false     true   retry (the reference's "could not send" path)
 //	transport error, Overloaded        true, true      true   v5: end, no retry; v4: retry
@@ -183,13 +191,14 @@ const (
 //
 // A failure reported before Dispatched, and a ClientError at any time (the
 // request never left), is a failure before dispatch: on the first attempt it
-// gets the sync table's update and ends the send (the reference's
-// sendDefaultImpl makes one attempt for async, so retry codes only decide
-// between StopFailed and StopBrokerError); on a retry it gets (true, false)
-// and retries. A retry picks with the failed attempt's broker as LastBroker
-// and never resets the index; v5 retries only while the budget left is
-// positive (Next checks it), v4 whatever the budget. A retry's Plan.Timeout is
-// the budget left, uncapped.
+// is reported on PathSend, as a sync attempt's, and ends the send (the
+// reference's sendDefaultImpl makes one attempt for async, so retry codes
+// only decide between StopFailed and StopBrokerError); on a retry it is
+// reported on latency.PathAsyncResend (true, false) and retries. A retry
+// picks with the failed attempt's broker as LastBroker and never resets the
+// index; v5 retries only while the budget left is positive (Next checks it),
+// v4 whatever the budget. A retry's Plan.Timeout is the budget left,
+// uncapped.
 //
 // Producer drives async sends over a blocking Transport: it calls
 // Dispatched(0) just before Transport.Send (the hand-over is the call), so
