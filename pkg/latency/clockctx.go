@@ -52,13 +52,10 @@ func NewClockContext(parent context.Context, clock Clock, deadline time.Time) *C
 // context must know that nothing holds the old one any more.
 func (c *ClockContext) Reuse(parent context.Context, clock Clock, deadline time.Time) bool {
 	if !c.released.Load() || c.armed.Load() {
-		return false
+		return false // live, or Done was called: a timer or watch may still fire
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inner != nil {
-		return false
-	}
+	// Nobody holds c (the caller's promise) and Done was never called, so
+	// no lock is needed: armed is only set by Done.
 	c.parent, c.clock, c.deadline, c.wall, c.err = parent, clock, deadline, time.Time{}, nil
 	c.released.Store(false)
 	return true

@@ -70,7 +70,8 @@ func (p *Producer) sendAsync(ctx context.Context, msg *Message, start time.Time)
 		p.routeFailed(msg.Topic, KindAsync, start, err)
 		return Result{}, err
 	}
-	d := NewDrive(p.strat, info, p.policy, KindAsync, start)
+	var d Drive
+	d.Reset(p.strat, info, p.policy, KindAsync, start)
 	p.run(ctx, &d, msg, p.clock.Now())
 	return p.end(d.Loop(), msg.Topic)
 }

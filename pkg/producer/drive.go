@@ -54,12 +54,20 @@ type Step struct {
 
 // NewDrive starts one send of kind to info's topic, begun at start (see
 // NewLoop), picking with strat over info. A nil policy is Reference5's.
-func NewDrive(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) Drive {
+func NewDrive(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) (d Drive) {
+	d.Reset(strat, info, p, kind, start)
+	return d
+}
+
+// Reset makes d a new send, as NewDrive, in place (a driver that keeps one
+// Drive per sender saves the copy).
+func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) {
 	topic := ""
 	if info != nil {
 		topic = info.Topic()
 	}
-	return Drive{loop: NewLoop(p, kind, topic, start), strat: strat, info: info}
+	d.strat, d.info, d.pick, d.pi = strat, info, latency.Pick{}, latency.PickInfo{}
+	d.loop.init(p, kind, topic, start)
 }
 
 // Next says whether another attempt may start at now; false means the send
@@ -109,7 +117,7 @@ func (d *Drive) Finish(o Outcome) Step {
 	if d.loop.phase != phaseAttempt {
 		return Step{}
 	}
-	dec := d.loop.Finish(o)
+	dec := d.loop.finish(&o)
 	return Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
 }
 

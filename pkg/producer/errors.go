@@ -372,11 +372,13 @@ func Classify(res Result, err error) Outcome {
 // Report is o as latency's update rules read it (the value a pick's Done
 // takes), met on path: the class with the transport kind folded in, the
 // elapsed time as the latency, the code, remark and error.
-func (o Outcome) Report(path latency.Path) latency.Outcome {
+func (o Outcome) Report(path latency.Path) latency.Outcome { return o.report(path) }
+
+func (o *Outcome) report(path latency.Path) latency.Outcome {
 	return latency.Outcome{Class: o.latencyClass(), Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
 }
 
-func (o Outcome) latencyClass() latency.Class {
+func (o *Outcome) latencyClass() latency.Class {
 	switch o.Class {
 	case ClassAnswered:
 		return latency.ClassAnswered

@@ -250,13 +250,21 @@ type Loop struct {
 // start (the reference's beginTimestampFirst: before the route lookup, which
 // counts against the budget). A nil policy is Reference5's for v5.
 func NewLoop(p *Policy, kind Kind, topic string, start time.Time) Loop {
+	var l Loop
+	l.init(p, kind, topic, start)
+	return l
+}
+
+// init makes l a new send's state (NewLoop), in place.
+func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
 	if p == nil {
 		p = defaultPolicy
 	}
 	if kind > KindOneway {
 		kind = KindSync
 	}
-	return Loop{p: p, kind: kind, topic: topic, start: start, seen: start, total: p.MaxAttempts(kind)}
+	*l = Loop{}
+	l.p, l.kind, l.topic, l.start, l.seen, l.total = p, kind, topic, start, start, p.MaxAttempts(kind)
 }
 
 var defaultPolicy, _ = NewPolicy(Reference5(), latency.ModeV5)
@@ -359,7 +367,10 @@ func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
 // Finish takes the current attempt's outcome (o.Elapsed after its start) and
 // returns what to report through the attempt's pick and whether another
 // attempt may follow, by the rules in the Loop documentation.
-func (l *Loop) Finish(o Outcome) Decision {
+func (l *Loop) Finish(o Outcome) Decision { return l.finish(&o) }
+
+// finish is Finish without copying the outcome again.
+func (l *Loop) finish(o *Outcome) Decision {
 	if l.phase != phaseAttempt {
 		return Decision{}
 	}
@@ -368,7 +379,7 @@ func (l *Loop) Finish(o Outcome) Decision {
 	if o.Class != ClassAnswered {
 		l.lastErr = o.Err
 		if l.lastErr == nil {
-			l.lastErr = errNoDetail(o)
+			l.lastErr = errNoDetail(*o)
 		}
 	}
 	if l.kind == KindAsync {
@@ -379,19 +390,19 @@ func (l *Loop) Finish(o Outcome) Decision {
 
 // answer keeps res as the last answer, with the attempt's queue when the
 // Transport left it out.
-func (l *Loop) answer(res Result) {
-	l.answered, l.result = true, res
+func (l *Loop) answer(res *Result) {
+	l.answered, l.result = true, *res
 	if l.result.Queue == (route.MessageQueue{}) {
 		l.result.Queue = l.queue
 	}
 }
 
 // finishDefault is sendDefaultImpl's handling of one attempt.
-func (l *Loop) finishDefault(o Outcome) Decision {
-	d := Decision{Report: o.Report(latency.PathSend)}
+func (l *Loop) finishDefault(o *Outcome) Decision {
+	d := Decision{Report: o.report(latency.PathSend)}
 	switch o.Class {
 	case ClassAnswered:
-		l.answer(o.Result)
+		l.answer(&o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
@@ -419,7 +430,7 @@ func (l *Loop) finishDefault(o Outcome) Decision {
 
 // finishAsync is MQClientAPIImpl's handling of an async attempt, and
 // sendDefaultImpl's for a first attempt that failed before dispatch.
-func (l *Loop) finishAsync(o Outcome) Decision {
+func (l *Loop) finishAsync(o *Outcome) Decision {
 	first := l.attempts == 1
 	beforeDispatch := o.Class == ClassClient || (!l.dispatched && o.Class != ClassAnswered && o.Class != ClassCancelled)
 	if beforeDispatch {
@@ -431,12 +442,12 @@ func (l *Loop) finishAsync(o Outcome) Decision {
 			}
 			return d
 		}
-		return Decision{Report: o.Report(latency.PathAsyncResend), Retry: true}
+		return Decision{Report: o.report(latency.PathAsyncResend), Retry: true}
 	}
-	d := Decision{Report: o.Report(latency.PathAsyncAnswer)}
+	d := Decision{Report: o.report(latency.PathAsyncAnswer)}
 	switch o.Class {
 	case ClassAnswered:
-		l.answer(o.Result)
+		l.answer(&o.Result)
 		l.finishAnswered()
 	case ClassBroker, ClassBusy:
 		l.fail(StopBrokerError, l.lastErr)

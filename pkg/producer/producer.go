@@ -272,7 +272,8 @@ func (p *Producer) send(ctx context.Context, msg *Message, kind Kind) (Result, e
 		p.routeFailed(msg.Topic, kind, start, err)
 		return Result{}, err
 	}
-	d := NewDrive(p.strat, info, p.policy, kind, start)
+	var d Drive
+	d.Reset(p.strat, info, p.policy, kind, start)
 	p.run(ctx, &d, msg, now)
 	return p.end(d.Loop(), msg.Topic)
 }

@@ -220,7 +220,7 @@ func (e *engine) run(ctx context.Context) error {
 			s.start = e.now
 			s.sends++
 			s.drawn = 0
-			s.drive = producer.NewDrive(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
+			s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
 			e.step(int(ev.sender))
 		case evAttemptEnd:
 			s := &e.senders[ev.sender]
