@@ -95,7 +95,9 @@ func (d *Drive) Start(now time.Time) (Plan, bool) {
 		return Plan{}, false
 	}
 	d.pick = pick
-	return d.loop.Start(*pick.Queue, now)
+	var plan Plan
+	ok = d.loop.begin(pick.Queue, now, &plan)
+	return plan, ok
 }
 
 // Dispatched reports that an async attempt's request was handed over,

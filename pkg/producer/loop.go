@@ -310,8 +310,16 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 // retries are not checked here (Next did). Otherwise the attempt is on, with
 // the returned plan.
 func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
+	var plan Plan
+	ok := l.begin(&q, now, &plan)
+	return plan, ok
+}
+
+// begin is Start writing the plan into *plan (left zero when the attempt is
+// off), without copying the queue and the plan through another frame.
+func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	if l.phase != phaseStart {
-		return Plan{}, false
+		return false
 	}
 	l.see(now)
 	l.record(q.BrokerName)
@@ -323,17 +331,17 @@ func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
 		} else {
 			l.fail(StopCallTimeout, l.lastErr)
 		}
-		return Plan{}, false
+		return false
 	}
 	cur := max(l.p.timeout-cost, 0)
 	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
 		cur = l.p.perRequest
 	}
-	plan := Plan{Attempt: l.attempts, Queue: q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
+	*plan = Plan{Attempt: l.attempts, Queue: *q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
 	l.attempts++
 	l.phase = phaseAttempt
-	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, q, now, false
-	return plan, true
+	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, *q, now, false
+	return true
 }
 
 func (l *Loop) record(broker string) {
@@ -494,10 +502,6 @@ func (l *Loop) end() {
 
 func (l *Loop) finishAnswered() {
 	l.stop, l.phase = StopAnswered, phaseDone
-	l.result.Attempts = l.attempts
-	if l.attempts > 1 {
-		l.result.Brokers = l.brokerList(l.attempts)
-	}
 }
 
 func (l *Loop) fail(stop Stop, cause error) {
@@ -564,14 +568,21 @@ func (l *Loop) brokerList(n int) []string {
 // errLoopRunning is Result's answer before the send is over.
 var errLoopRunning = errors.New("producer: Loop.Result called before the send ended")
 
-// Result returns how the send ended: the answer (StopAnswered), or a
-// *SendError wrapping the last attempt's error.
+// Result returns how the send ended: the answer (StopAnswered) with the
+// send's Attempts and (after more than one) Brokers, or a *SendError
+// wrapping the last attempt's error. A driver that only needs to know
+// whether the send was answered reads Stop, which allocates nothing.
 func (l *Loop) Result() (Result, error) {
 	switch {
 	case l.phase != phaseDone:
 		return Result{}, errLoopRunning
 	case l.stop == StopAnswered:
-		return l.result, nil
+		res := l.result
+		res.Attempts = l.attempts
+		if l.attempts > 1 {
+			res.Brokers = l.brokerList(l.attempts)
+		}
+		return res, nil
 	}
 	return Result{}, l.err
 }

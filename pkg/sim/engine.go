@@ -285,8 +285,7 @@ func (e *engine) step(i int) {
 func (e *engine) endSend(i int) {
 	s := &e.senders[i]
 	l := s.drive.Loop()
-	_, err := l.Result()
-	e.m.send(s.start, int64(l.Elapsed()), err == nil)
+	e.m.send(s.start, int64(l.Elapsed()), l.Stop() == producer.StopAnswered)
 	next := max(e.now, s.start+e.interval)
 	if next >= e.end {
 		e.active--
