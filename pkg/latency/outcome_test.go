@@ -319,3 +319,67 @@ func BenchmarkPickDone(b *testing.B) {
 		}
 	})
 }
+
+// TestEveryPickReportsToItsStrategy checks that a pick from every stage of
+// both modes' cascades carries its strategy as Reporter, so Done reaches the
+// rules whatever stage answered.
+func TestEveryPickReportsToItsStrategy(t *testing.T) {
+	hour := time.Hour
+	for _, tt := range []struct {
+		name   string
+		mode   latency.Mode
+		off    bool
+		filter bool
+		setup  func(s *latency.Strategy)
+		in     latency.PickInfo
+		want   latency.Stage
+	}{
+		{name: "v5 available", mode: latency.ModeV5, want: latency.StageAvailable},
+		{name: "v5 reachable", mode: latency.ModeV5, want: latency.StageReachable, setup: func(s *latency.Strategy) {
+			for _, b := range []string{"a", "b", "c"} {
+				s.Table().Update(b, 0, hour, true)
+			}
+		}},
+		{name: "v5 any", mode: latency.ModeV5, want: latency.StageAny, setup: func(s *latency.Strategy) {
+			for _, b := range []string{"a", "b", "c"} {
+				s.Table().Update(b, 0, hour, false)
+			}
+		}},
+		{name: "v5 filtered", mode: latency.ModeV5, filter: true, want: latency.StageFiltered, setup: func(s *latency.Strategy) {
+			for _, b := range []string{"a", "b", "c"} {
+				s.Table().Update(b, 0, hour, false)
+			}
+		}},
+		{name: "v5 off", mode: latency.ModeV5, off: true, in: latency.PickInfo{LastBroker: "b"}, want: latency.StageNotLast},
+		{name: "v4 available", mode: latency.ModeV4, want: latency.StageAvailable},
+		{name: "v4 least bad", mode: latency.ModeV4, want: latency.StageLeastBad, setup: func(s *latency.Strategy) {
+			for _, b := range []string{"a", "b", "c"} {
+				s.Table().Update(b, 0, hour, true)
+			}
+		}},
+		{name: "v4 off", mode: latency.ModeV4, off: true, want: latency.StageNotLast},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.Reference5()
+			cfg.Mode, cfg.FaultTolerance = tt.mode, !tt.off
+			if tt.filter {
+				cfg.Filters = []route.QueueFilter{route.AvoidBroker("a")}
+			}
+			s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if tt.setup != nil {
+				tt.setup(s)
+			}
+			pick, ok := s.Select(selectRoute(t, nil), tt.in)
+			if !ok || pick.Stage != tt.want {
+				t.Fatalf("Select() = %+v, %v, want stage %v", pick, ok, tt.want)
+			}
+			if pick.Reporter != latency.Reporter(s) {
+				t.Errorf("stage %v: Reporter = %v, want the strategy", pick.Stage, pick.Reporter)
+			}
+		})
+	}
+}
