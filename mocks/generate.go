@@ -1,13 +1,12 @@
-// Package mocks holds gomock mocks (go.uber.org/mock, package mode, -typed) of
-// every interface mqfault's packages define. Only tests import it.
-//
-// Every go:generate line is in this file; regenerate with
+package mocks
+
+// Every go:generate line of the mocks is here; regenerate with
 //
 //	go generate ./mocks
 //
 // CI regenerates them and fails when the result differs from what is committed.
-package mocks
 
-//go:generate go run go.uber.org/mock/mockgen -typed -destination=route.go -package=mocks github.com/mqfault/mqfault/pkg/route QueueFilter,RandomSource
-//go:generate go run go.uber.org/mock/mockgen -typed -destination=latency.go -package=mocks github.com/mqfault/mqfault/pkg/latency Clock,Timer,Ticker,Resolver,ServiceDetector,DurationTable,FaultTolerance,Observer
-//go:generate go run go.uber.org/mock/mockgen -typed -destination=producer.go -package=mocks -mock_names=Observer=MockProducerObserver github.com/mqfault/mqfault/pkg/producer Transport,RouteSource,Selector,Observer
+//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=route.go -package=mocks github.com/mqfault/mqfault/pkg/route QueueFilter,RouteFilter,RandomSource
+//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=latency.go -package=mocks github.com/mqfault/mqfault/pkg/latency Clock,Timer,Ticker,Resolver,ServiceDetector,DurationTable,FaultTolerance,Observer,Reporter
+//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=producer.go -package=mocks -mock_names=Observer=MockProducerObserver github.com/mqfault/mqfault/pkg/producer Transport,RouteSource,Selector,Observer,Strategy
+//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=pluginmocks/protocol.go -package=pluginmocks github.com/mqfault/mqfault/plugins/protocol BatchFilter

@@ -70,9 +70,11 @@ func (o outcome) answer(broker string) (producer.Result, error) {
 
 var sendKinds = map[string]producer.Kind{"SYNC": producer.KindSync, "ASYNC": producer.KindAsync, "ONEWAY": producer.KindOneway}
 
-// opSend runs one send through the producer's step function (producer.Loop)
-// with the trace's strategy and clock: every attempt meets the next outcome,
-// takes LAT on the clock, and makes the fault update the loop calls for. The
+// opSend runs one send through the producer's shared drive (producer.Drive:
+// the step function joined to the strategy's picks) with the trace's strategy
+// and clock: every attempt meets the next outcome, takes LAT on the clock,
+// and is reported through its pick, which makes the fault update the
+// strategy's rules call for. The
 // trace language models sendDefaultImpl only: an ASYNC send's attempt that
 // meets ok or notok is the dispatch (the loop's own update, then the result
 // OK(ASYNC)); its answer and the async retries are not modelled.
@@ -102,19 +104,10 @@ func (m *machine) opSend(a []string) error {
 	if err != nil {
 		return err
 	}
-	l := producer.NewLoop(policy, kind, Topic, m.clock.Now())
+	d := producer.NewDrive(m.strat, m.info, policy, kind, m.clock.Now())
 	result := ""
-	for next := 0; ; next++ {
-		pi, ok := l.Next(m.clock.Now())
-		if !ok {
-			break
-		}
-		pick, ok := m.strat.Select(m.info, pi)
-		if !ok {
-			l.Abort(producer.ErrNoRoute)
-			break
-		}
-		plan, ok := l.Start(*pick.Queue, m.clock.Now())
+	for next := 0; d.Next(m.clock.Now()); next++ {
+		plan, ok := d.Start(m.clock.Now())
 		if !ok {
 			break
 		}
@@ -130,21 +123,21 @@ func (m *machine) opSend(a []string) error {
 		}
 		var u producer.FaultUpdate
 		if kind == producer.KindAsync && (o.kind == "ok" || o.kind == "notok") {
-			u, _ = l.Dispatched(o.lat)
+			u, _ = d.Dispatched(o.lat)
 			result = "OK(ASYNC)"
 		} else {
 			out := producer.Classify(o.answer(plan.Queue.BrokerName))
 			out.Elapsed = o.lat
-			u = l.Finish(out, m.strat.DetectorEnabled()).Update
+			u = d.Finish(out).Update
 		}
-		m.strat.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
 		m.printf("  attempt %d -> %s %s %s", plan.Attempt, plan.Queue.String(), o.word, m.formatUpdate(u))
 		if result != "" {
 			break
 		}
 	}
+	l := d.Loop()
 	if result == "" {
-		result = sendResult(&l)
+		result = sendResult(l)
 	}
 	m.printf("send %s -> %s brokersSent=[%s]", a[0], result, strings.Join(l.BrokersSent(), ", "))
 	return nil

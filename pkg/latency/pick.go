@@ -25,6 +25,8 @@ type Pick struct {
 	Queue *route.MessageQueue
 	// Stage is the cascade stage that answered.
 	Stage Stage
+	// Reporter takes the attempt's outcome (Done): the Strategy that picked.
+	Reporter Reporter
 }
 
 // Stage names a stage of the selection cascade.
@@ -227,7 +229,7 @@ func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool)
 	if s.stages != nil {
 		s.stages.add(st, p)
 	}
-	return Pick{Queue: info.QueueRef(p), Stage: st}, true
+	return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
 }
 
 // admit applies the user filters to queue p.
@@ -449,7 +451,7 @@ func (s *Strategy) select4(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		if s.stages != nil {
 			s.stages.add(StageLeastBad, id)
 		}
-		return Pick{Queue: b.leastBadQueue(q.Topic, broker, nums, id), Stage: StageLeastBad}, true
+		return Pick{Queue: b.leastBadQueue(q.Topic, broker, nums, id), Stage: StageLeastBad, Reporter: s}, true
 	}
 	if ok {
 		s.ft.Remove(broker)

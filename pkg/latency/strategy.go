@@ -37,6 +37,7 @@ type Strategy struct {
 	ft     FaultTolerance
 	table  *FaultTable   // the same as ft when it is the built-in table, else nil
 	stages *StageCounter // nil unless WithStageCounter
+	routes routeBrokers  // the brokers of the routes announced (routebrokers.go)
 
 	clock    Clock
 	log      *slog.Logger

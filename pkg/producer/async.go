@@ -70,9 +70,10 @@ func (p *Producer) sendAsync(ctx context.Context, msg *Message, start time.Time)
 		p.routeFailed(msg.Topic, KindAsync, start, err)
 		return Result{}, err
 	}
-	l := NewLoop(p.policy, KindAsync, msg.Topic, start)
-	p.run(ctx, &l, info, msg, p.clock.Now())
-	return p.end(&l, msg.Topic)
+	var d Drive
+	d.Reset(p.strat, info, p.policy, KindAsync, start)
+	p.run(ctx, &d, msg, p.clock.Now())
+	return p.end(d.Loop(), msg.Topic)
 }
 
 // acquire takes room for one async send of msg under the in-flight bounds,

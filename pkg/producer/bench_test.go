@@ -47,6 +47,8 @@ var noop = producer.TransportFunc(func(context.Context, producer.Attempt) (produ
 // "ok" is SendSync over a Transport that answers at once, on the real clock;
 // "pick+update" is what the strategy alone costs for the same send (one
 // Select, one Update, two clock reads), the floor the loop adds to;
+// "pick+done" is the same through the outcome seam (Select, then the pick's
+// Done with the attempt's Outcome);
 // "ok/manual-clock" is "ok" on a manual clock, whose reads cost a lock
 // instead of a system clock read (about 100 ns on a VM's kvm-clock), to show
 // the loop's own work apart from the three clock reads a send needs (its
@@ -80,6 +82,16 @@ func BenchmarkSendSync(b *testing.B) {
 			start := time.Now()
 			pick, _ := strat.Select(info, latency.PickInfo{})
 			strat.Update(pick.Queue.BrokerName, time.Since(start), false, true)
+		}
+	})
+	b.Run("pick+done", func(b *testing.B) {
+		p, strat := benchProducer(b, noop, latency.RealClock{})
+		info, _ := p.PublishInfo(context.Background(), "T")
+		b.ReportAllocs()
+		for b.Loop() {
+			start := time.Now()
+			pick, _ := strat.Select(info, latency.PickInfo{})
+			pick.Done(latency.Outcome{Class: latency.ClassAnswered, Latency: time.Since(start)})
 		}
 	})
 	b.Run("ok/parallel", func(b *testing.B) {

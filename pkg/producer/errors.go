@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/pkg/latency"
 )
 
 // ErrNoRoute is what every "the producer has no route for this topic" error
@@ -285,12 +286,27 @@ const (
 	// ClassCancelled: the attempt was cancelled (context.Canceled,
 	// ErrInterrupted, or the send's ctx was done when the attempt ended).
 	ClassCancelled
+	// ClassBusy: the broker refused the request under flow control (a
+	// *BrokerError whose code latency.IsBusy: SYSTEM_BUSY, a proxy's
+	// TOO_MANY_REQUESTS). The reference modes treat it as ClassBroker.
+	ClassBusy
+	numClasses
 )
 
-var classNames = []string{"answered", "client", "transport", "broker", "cancelled"}
+var classNames = [numClasses]string{"answered", "client", "transport", "broker", "cancelled", "busy"}
 
-// String returns answered, client, transport, broker or cancelled.
-func (c Class) String() string { return enumName(classNames, int(c), "class") }
+// String returns answered, client, transport, broker, cancelled or busy.
+func (c Class) String() string { return enumName(classNames[:], int(c), "class") }
+
+// Classes lists every class, in order of value (for metrics that keep a
+// series per class).
+func Classes() []Class {
+	out := make([]Class, numClasses)
+	for i := range out {
+		out[i] = Class(i)
+	}
+	return out
+}
 
 // enumName returns names[v], or "kind(v)" for a value without a name.
 func enumName(names []string, v int, kind string) string {
@@ -307,8 +323,10 @@ type Outcome struct {
 	Class Class
 	// Result is the answer (ClassAnswered).
 	Result Result
-	// Code is the broker's response code (ClassBroker).
-	Code int
+	// Code and Remark are the broker's response code and remark
+	// (ClassBroker, ClassBusy).
+	Code   int
+	Remark string
 	// Transport refines ClassTransport.
 	Transport TransportKind
 	// Err is the attempt's error (nil for ClassAnswered).
@@ -318,7 +336,8 @@ type Outcome struct {
 }
 
 // Classify turns what Transport.Send returned into an Outcome (Elapsed left
-// 0). In order: a nil error is ClassAnswered; a *BrokerError is ClassBroker;
+// 0). In order: a nil error is ClassAnswered; a *BrokerError is ClassBusy
+// when its code is flow control (latency.IsBusy), else ClassBroker;
 // a *ClientError ClassClient; a *TransportError ClassTransport with its kind;
 // context.Canceled or ErrInterrupted ClassCancelled;
 // context.DeadlineExceeded a TransportTimeout; any other error a
@@ -334,7 +353,10 @@ func Classify(res Result, err error) Outcome {
 	var te *TransportError
 	switch {
 	case errors.As(err, &be):
-		o.Class, o.Code = ClassBroker, be.Code
+		o.Class, o.Code, o.Remark = ClassBroker, be.Code, be.Remark
+		if latency.IsBusy(be.Code) {
+			o.Class = ClassBusy
+		}
 	case errors.As(err, &ce):
 		o.Class = ClassClient
 	case errors.As(err, &te):
@@ -345,4 +367,37 @@ func Classify(res Result, err error) Outcome {
 		o.Transport = TransportTimeout
 	}
 	return o
+}
+
+// Report is o as latency's update rules read it (the value a pick's Done
+// takes), met on path: the class with the transport kind folded in, the
+// elapsed time as the latency, the code, remark and error.
+func (o Outcome) Report(path latency.Path) latency.Outcome { return o.report(path) }
+
+func (o *Outcome) report(path latency.Path) latency.Outcome {
+	return latency.Outcome{Class: o.latencyClass(), Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
+}
+
+func (o *Outcome) latencyClass() latency.Class {
+	switch o.Class {
+	case ClassAnswered:
+		return latency.ClassAnswered
+	case ClassClient:
+		return latency.ClassClient
+	case ClassBroker:
+		return latency.ClassBroker
+	case ClassBusy:
+		return latency.ClassBusy
+	case ClassCancelled:
+		return latency.ClassCancelled
+	}
+	switch o.Transport {
+	case TransportTimeout:
+		return latency.ClassTransportTimeout
+	case TransportNotSent:
+		return latency.ClassTransportNotSent
+	case TransportOverloaded:
+		return latency.ClassThrottled
+	}
+	return latency.ClassTransportFailed
 }

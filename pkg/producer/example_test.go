@@ -81,9 +81,11 @@ func ExampleLoop() {
 		if !ok {
 			break
 		}
-		d := l.Finish(outcomes[i], false)
+		d := l.Finish(outcomes[i])
+		// A strategy's pick.Done(d.Report) makes this update.
+		u := latency.UpdateFor(latency.ModeV5, plan.Queue.BrokerName, d.Report, false)
 		fmt.Printf("attempt %d on %s (last %q, reset %v, timeout %v): update %+v, retry %v\n",
-			plan.Attempt, plan.Queue.BrokerName, pi.LastBroker, pi.ResetIndex, plan.Timeout, d.Update, d.Retry)
+			plan.Attempt, plan.Queue.BrokerName, pi.LastBroker, pi.ResetIndex, plan.Timeout, u, d.Retry)
 		now = plan.Start.Add(outcomes[i].Elapsed)
 	}
 	res, err := l.Result()

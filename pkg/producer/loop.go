@@ -39,26 +39,35 @@ const (
 	StopAborted
 )
 
-var stopNames = []string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
+const numStops = StopAborted + 1
+
+var stopNames = [numStops]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
 
 // String returns none, answered, failed, call_timeout, broker_error,
 // cancelled or aborted.
-func (s Stop) String() string { return enumName(stopNames, int(s), "stop") }
+func (s Stop) String() string { return enumName(stopNames[:], int(s), "stop") }
 
-// FaultUpdate is the fault-table update an attempt calls for: the arguments
-// of latency.Strategy.Update. An empty Broker means there is nothing to
-// update.
-type FaultUpdate struct {
-	Broker    string
-	Latency   time.Duration
-	Isolation bool
-	Reachable bool
+// Stops lists every Stop, in order of value (for metrics that keep a series
+// per stop).
+func Stops() []Stop {
+	out := make([]Stop, numStops)
+	for i := range out {
+		out[i] = Stop(i)
+	}
+	return out
 }
+
+// FaultUpdate is a fault-table update: the arguments of
+// latency.Strategy.Update. An empty Broker means there is nothing to update.
+type FaultUpdate = latency.FaultUpdate
 
 // Decision is what Loop.Finish decides after an attempt.
 type Decision struct {
-	// Update is the fault update to make now (Strategy.Update).
-	Update FaultUpdate
+	// Report is the outcome to report through the attempt's pick
+	// (latency.Pick.Done): the attempt's Outcome as latency's update rules
+	// read it (latency.UpdateFor), on the reference code path it was met
+	// on. Its Latency is the attempt's elapsed time.
+	Report latency.Outcome
 	// Retry is true when the outcome allows another attempt; Next then
 	// decides with the attempts and (async) the budget left. False means the
 	// send is over: Result has its end.
@@ -96,9 +105,14 @@ const (
 // dispatch) and MQClientAPIImpl's async retries, as a pure step function. It
 // reads no clock and starts no goroutine: drivers pass the time in, pick with
 // the strategy, run the attempt however they like (a blocking Transport
-// call, a goroutine, a simulated event), and feed the outcome back. The
-// producer's SendSync, SendAsync and SendOneway, the trace runner's send, and
-// a discrete-event simulator all drive the same Loop, so they decide alike.
+// call, a goroutine, a simulated event), and feed the outcome back. It keeps
+// the budget, retry and result decisions only: what an outcome does to the
+// fault table is the strategy's (latency.UpdateFor, applied when the outcome
+// is reported through the attempt's pick), so Finish says which outcome to
+// report, on which of the reference's code paths. Drive joins a Loop to a
+// Strategy's picks; the producer's SendSync, SendAsync and SendOneway, the
+// trace runner's send and the discrete-event simulator all drive a Drive, so
+// they decide alike.
 //
 // # Driving a Loop
 //
@@ -117,19 +131,19 @@ const (
 //		if !ok {
 //			break                               //    call timeout
 //		}
-//		// (async only) hand the request over, then make the dispatch update:
-//		//   if u, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { strategy.Update(...) }
+//		// (async only) hand the request over, then report the dispatch:
+//		//   if o, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { pick.Done(o) }
 //		o := run(plan)                          // 4. the attempt, ending at plan.Start+o.Elapsed
-//		d := l.Finish(o, strategy.DetectorEnabled())
-//		strategy.Update(d.Update.Broker, d.Update.Latency, d.Update.Isolation, d.Update.Reachable)
+//		d := l.Finish(o)
+//		pick.Done(d.Report)                     // 5. the strategy's rules make the fault update
 //		now = plan.Start.Add(o.Elapsed)         // (a real driver reads its clock)
 //	}
 //	res, err := l.Result()
 //
-// Next and Start may be given the same now (a pick takes no time in virtual
-// time; the reference reads its clock after the pick, which Start models).
-// Every method tolerates misuse (a call out of order does nothing and
-// reports false or a zero value); none panics.
+// Drive is that loop, written once. Next and Start may be given the same now
+// (a pick takes no time in virtual time; the reference reads its clock after
+// the pick, which Start models). Every method tolerates misuse (a call out
+// of order does nothing and reports false or a zero value); none panics.
 //
 // # Sync and oneway (sendDefaultImpl)
 //
@@ -137,22 +151,25 @@ const (
 // attempt on, Next asks for a pick avoiding the previous attempt's broker
 // and (v5) resetting the index. Start records the picked broker, then stops
 // the send if more than Timeout has passed since it began (StopCallTimeout,
-// or StopAnswered when an earlier attempt was answered). Finish, with
-// latency = the attempt's elapsed time:
+// or StopAnswered when an earlier attempt was answered). Finish reports every
+// outcome on latency.PathSend (v5: answered, client error and cancelled
+// (false, true); a broker error or busy answer (true, false); a transport
+// error (true, !detectorOn); v4 isolates all but answered and cancelled),
+// and decides:
 //
-//	outcome            v5 update (isolation, reachable)   v4 isolation   then
-//	answered           false, true                         false          sync: a status other than SendOK retries only with
-//	                                                                      RetryAnotherBrokerWhenNotStoreOK; else the send ends
-//	client error       false, true                         true           retry
-//	transport error    true, !detectorOn                   true           retry
-//	broker error       true, false                         true           retry if a retry code, else end with the last answer
-//	                                                                      or the error (StopBrokerError)
-//	cancelled          false, true                         false          end with the error (StopCancelled)
+//	outcome            then
+//	answered           sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
+//	                   else the send ends
+//	client error       retry
+//	transport error    retry
+//	broker error, busy retry if a retry code, else end with the last answer or the error (StopBrokerError)
+//	cancelled          end with the error (StopCancelled)
 //
 // After the last attempt the send returns the last answered result if there
-// is one, else fails (StopFailed) wrapping the last error. v4 has no
-// reachable flag; its updates carry Reachable true, which a v4 strategy
-// ignores.
+// is one, else fails (StopFailed) wrapping the last error. A busy answer
+// (ClassBusy: SYSTEM_BUSY, a proxy's TOO_MANY_REQUESTS) is a broker error to
+// the reference modes, retried when its code is a retry code (2 is in 5.x's
+// set, not in 4.x's).
 //
 // # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
 //
@@ -160,13 +177,13 @@ const (
 // sync first attempt is and passes the same budget check. An async attempt
 // has two moments: the request is handed over (dispatch), then its answer or
 // failure arrives. The driver reports the hand-over with Dispatched; for the
-// first attempt that returns the reference's dispatch update (false, true)
-// with the dispatch latency. Finish then applies the reference's response
-// rules:
+// first attempt that returns the reference's dispatch report (answered on
+// PathSend: the update (false, true) with the dispatch latency). Finish then
+// reports the answer or failure on latency.PathAsyncAnswer and decides:
 //
 //	outcome (after dispatch)           v5 update       v4     then
 //	answered (any status)              false, true     false  end: success callback
-//	broker error                       true, true      true   end, no retry (StopBrokerError)
+//	broker error, busy                 true, true      true   end, no retry (StopBrokerError)
 //	transport error                    true, true      true   retry
 //	transport error, TransportNotSent  true, false     true   retry (the reference's "could not send" path)
 //	transport error, Overloaded        true, true      true   v5: end, no retry; v4: retry
@@ -174,13 +191,14 @@ const (
 //
 // A failure reported before Dispatched, and a ClientError at any time (the
 // request never left), is a failure before dispatch: on the first attempt it
-// gets the sync table's update and ends the send (the reference's
-// sendDefaultImpl makes one attempt for async, so retry codes only decide
-// between StopFailed and StopBrokerError); on a retry it gets (true, false)
-// and retries. A retry picks with the failed attempt's broker as LastBroker
-// and never resets the index; v5 retries only while the budget left is
-// positive (Next checks it), v4 whatever the budget. A retry's Plan.Timeout is
-// the budget left, uncapped.
+// is reported on PathSend, as a sync attempt's, and ends the send (the
+// reference's sendDefaultImpl makes one attempt for async, so retry codes
+// only decide between StopFailed and StopBrokerError); on a retry it is
+// reported on latency.PathAsyncResend (true, false) and retries. A retry
+// picks with the failed attempt's broker as LastBroker and never resets the
+// index; v5 retries only while the budget left is positive (Next checks it),
+// v4 whatever the budget. A retry's Plan.Timeout is the budget left,
+// uncapped.
 //
 // Producer drives async sends over a blocking Transport: it calls
 // Dispatched(0) just before Transport.Send (the hand-over is the call), so
@@ -232,13 +250,21 @@ type Loop struct {
 // start (the reference's beginTimestampFirst: before the route lookup, which
 // counts against the budget). A nil policy is Reference5's for v5.
 func NewLoop(p *Policy, kind Kind, topic string, start time.Time) Loop {
+	var l Loop
+	l.init(p, kind, topic, start)
+	return l
+}
+
+// init makes l a new send's state (NewLoop), in place.
+func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
 	if p == nil {
 		p = defaultPolicy
 	}
 	if kind > KindOneway {
 		kind = KindSync
 	}
-	return Loop{p: p, kind: kind, topic: topic, start: start, seen: start, total: p.MaxAttempts(kind)}
+	*l = Loop{}
+	l.p, l.kind, l.topic, l.start, l.seen, l.total = p, kind, topic, start, start, p.MaxAttempts(kind)
 }
 
 var defaultPolicy, _ = NewPolicy(Reference5(), latency.ModeV5)
@@ -284,8 +310,16 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 // retries are not checked here (Next did). Otherwise the attempt is on, with
 // the returned plan.
 func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
+	var plan Plan
+	ok := l.begin(&q, now, &plan)
+	return plan, ok
+}
+
+// begin is Start writing the plan into *plan (left zero when the attempt is
+// off), without copying the queue and the plan through another frame.
+func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	if l.phase != phaseStart {
-		return Plan{}, false
+		return false
 	}
 	l.see(now)
 	l.record(q.BrokerName)
@@ -297,17 +331,17 @@ func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
 		} else {
 			l.fail(StopCallTimeout, l.lastErr)
 		}
-		return Plan{}, false
+		return false
 	}
 	cur := max(l.p.timeout-cost, 0)
 	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
 		cur = l.p.perRequest
 	}
-	plan := Plan{Attempt: l.attempts, Queue: q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
+	*plan = Plan{Attempt: l.attempts, Queue: *q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
 	l.attempts++
 	l.phase = phaseAttempt
-	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, q, now, false
-	return plan, true
+	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, *q, now, false
+	return true
 }
 
 func (l *Loop) record(broker string) {
@@ -320,29 +354,31 @@ func (l *Loop) record(broker string) {
 }
 
 // Dispatched reports that an async attempt's request was handed over, elapsed
-// after the attempt started. For the first attempt it returns the
-// reference's dispatch update (isolation false, reachable true) with that
-// latency, ok=true; otherwise (a retry, a sync or oneway send, a second call)
-// nothing. A driver over a blocking Transport calls it when it hands the
-// attempt over, before the outcome is known.
-func (l *Loop) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
+// after the attempt started. For the first attempt it returns the outcome
+// to report through the pick for the reference's dispatch update
+// (ClassAnswered on PathSend, with that latency), ok=true; otherwise (a
+// retry, a sync or oneway send, a second call) nothing. A driver over a
+// blocking Transport calls it when it hands the attempt over, before the
+// outcome is known.
+func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
 	if l.phase != phaseAttempt || l.kind != KindAsync || l.dispatched {
-		return FaultUpdate{}, false
+		return latency.Outcome{}, false
 	}
 	l.dispatched = true
 	l.see(l.begun.Add(elapsed))
 	if l.attempts != 1 {
-		return FaultUpdate{}, false
+		return latency.Outcome{}, false
 	}
-	return FaultUpdate{Broker: l.broker, Latency: elapsed, Reachable: true}, true
+	return latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend, Latency: elapsed}, true
 }
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start) and
-// returns the fault update to make and whether another attempt may follow,
-// by the rules in the Loop documentation. detectorOn is the strategy's
-// detector switch at this moment (Strategy.DetectorEnabled); it decides the
-// reachable flag of a sync transport error in v5.
-func (l *Loop) Finish(o Outcome, detectorOn bool) Decision {
+// returns what to report through the attempt's pick and whether another
+// attempt may follow, by the rules in the Loop documentation.
+func (l *Loop) Finish(o Outcome) Decision { return l.finish(&o) }
+
+// finish is Finish without copying the outcome again.
+func (l *Loop) finish(o *Outcome) Decision {
 	if l.phase != phaseAttempt {
 		return Decision{}
 	}
@@ -351,50 +387,38 @@ func (l *Loop) Finish(o Outcome, detectorOn bool) Decision {
 	if o.Class != ClassAnswered {
 		l.lastErr = o.Err
 		if l.lastErr == nil {
-			l.lastErr = errNoDetail(o)
+			l.lastErr = errNoDetail(*o)
 		}
 	}
 	if l.kind == KindAsync {
-		return l.finishAsync(o, detectorOn)
+		return l.finishAsync(o)
 	}
-	return l.finishDefault(o, detectorOn)
-}
-
-// update builds the fault update for the current attempt; v4 ignores
-// reachable, and mqfault reports it as true there.
-func (l *Loop) update(o Outcome, isolation, reachable bool) FaultUpdate {
-	if l.p.mode == latency.ModeV4 {
-		reachable = true
-	}
-	return FaultUpdate{Broker: l.broker, Latency: o.Elapsed, Isolation: isolation, Reachable: reachable}
+	return l.finishDefault(o)
 }
 
 // answer keeps res as the last answer, with the attempt's queue when the
 // Transport left it out.
-func (l *Loop) answer(res Result) {
-	l.answered, l.result = true, res
+func (l *Loop) answer(res *Result) {
+	l.answered, l.result = true, *res
 	if l.result.Queue == (route.MessageQueue{}) {
 		l.result.Queue = l.queue
 	}
 }
 
 // finishDefault is sendDefaultImpl's handling of one attempt.
-func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
-	v4 := l.p.mode == latency.ModeV4
+func (l *Loop) finishDefault(o *Outcome) Decision {
+	d := Decision{Report: o.report(latency.PathSend)}
 	switch o.Class {
 	case ClassAnswered:
-		d := Decision{Update: l.update(o, false, true)}
-		l.answer(o.Result)
+		l.answer(&o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
 		}
 		l.finishAnswered()
-		return d
 	case ClassClient:
-		return Decision{Update: l.update(o, v4, true), Retry: true}
-	case ClassBroker:
-		d := Decision{Update: l.update(o, true, false)}
+		d.Retry = true
+	case ClassBroker, ClassBusy:
 		if l.p.IsRetryCode(o.Code) {
 			d.Retry = true
 			return d
@@ -404,53 +428,47 @@ func (l *Loop) finishDefault(o Outcome, detectorOn bool) Decision {
 		} else {
 			l.fail(StopBrokerError, l.lastErr)
 		}
-		return d
 	case ClassCancelled:
 		l.fail(StopCancelled, l.lastErr)
-		return Decision{Update: l.update(o, false, true)}
 	default: // ClassTransport
-		return Decision{Update: l.update(o, true, !detectorOn), Retry: true}
+		d.Retry = true
 	}
+	return d
 }
 
 // finishAsync is MQClientAPIImpl's handling of an async attempt, and
 // sendDefaultImpl's for a first attempt that failed before dispatch.
-func (l *Loop) finishAsync(o Outcome, detectorOn bool) Decision {
-	v4 := l.p.mode == latency.ModeV4
+func (l *Loop) finishAsync(o *Outcome) Decision {
 	first := l.attempts == 1
 	beforeDispatch := o.Class == ClassClient || (!l.dispatched && o.Class != ClassAnswered && o.Class != ClassCancelled)
 	if beforeDispatch {
 		if first {
-			d := l.finishDefault(o, detectorOn)
+			d := l.finishDefault(o)
 			if d.Retry {
 				d.Retry = false
 				l.end()
 			}
 			return d
 		}
-		return Decision{Update: l.update(o, true, false), Retry: true}
+		return Decision{Report: o.report(latency.PathAsyncResend), Retry: true}
 	}
+	d := Decision{Report: o.report(latency.PathAsyncAnswer)}
 	switch o.Class {
 	case ClassAnswered:
-		d := Decision{Update: l.update(o, false, true)}
-		l.answer(o.Result)
+		l.answer(&o.Result)
 		l.finishAnswered()
-		return d
-	case ClassBroker:
+	case ClassBroker, ClassBusy:
 		l.fail(StopBrokerError, l.lastErr)
-		return Decision{Update: l.update(o, true, true)}
 	case ClassCancelled:
 		l.fail(StopCancelled, l.lastErr)
-		return Decision{Update: l.update(o, false, true)}
+	default: // ClassTransport
+		if o.Transport == TransportOverloaded && l.p.mode != latency.ModeV4 {
+			l.fail(StopFailed, l.lastErr)
+			return d
+		}
+		d.Retry = true
 	}
-	switch {
-	case o.Transport == TransportNotSent:
-		return Decision{Update: l.update(o, true, false), Retry: true}
-	case o.Transport == TransportOverloaded && !v4:
-		l.fail(StopFailed, l.lastErr)
-		return Decision{Update: l.update(o, true, true)}
-	}
-	return Decision{Update: l.update(o, true, true), Retry: true}
+	return d
 }
 
 // Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
@@ -504,8 +522,8 @@ func errNoDetail(o Outcome) error {
 	switch o.Class {
 	case ClassClient:
 		return &ClientError{Err: errors.New("client error")}
-	case ClassBroker:
-		return &BrokerError{Code: o.Code}
+	case ClassBroker, ClassBusy:
+		return &BrokerError{Code: o.Code, Remark: o.Remark}
 	case ClassCancelled:
 		return ErrInterrupted
 	}
@@ -550,14 +568,21 @@ func (l *Loop) brokerList(n int) []string {
 // errLoopRunning is Result's answer before the send is over.
 var errLoopRunning = errors.New("producer: Loop.Result called before the send ended")
 
-// Result returns how the send ended: the answer (StopAnswered), or a
-// *SendError wrapping the last attempt's error.
+// Result returns how the send ended: the answer (StopAnswered) with the
+// send's Attempts and (after more than one) Brokers, or a *SendError
+// wrapping the last attempt's error. A driver that only needs to know
+// whether the send was answered reads Stop, which allocates nothing.
 func (l *Loop) Result() (Result, error) {
 	switch {
 	case l.phase != phaseDone:
 		return Result{}, errLoopRunning
 	case l.stop == StopAnswered:
-		return l.result, nil
+		res := l.result
+		res.Attempts = l.attempts
+		if l.attempts > 1 {
+			res.Brokers = l.brokerList(l.attempts)
+		}
+		return res, nil
 	}
 	return Result{}, l.err
 }

@@ -60,11 +60,12 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 		if s.dispatch {
 			l.Dispatched(0)
 		}
-		d := l.Finish(s.out, detector)
+		d := l.Finish(s.out)
 		want := s.wantUpdate
 		want.Broker, want.Latency = s.broker, s.out.Elapsed
-		if d.Update != want {
-			t.Errorf("step %d: Finish().Update = %+v, want %+v", i, d.Update, want)
+		// The update the strategy's rules make of what the loop reports.
+		if got := latency.UpdateFor(l.p.mode, s.broker, d.Report, detector); got != want {
+			t.Errorf("step %d: Finish().Report = %+v: update %+v, want %+v", i, d.Report, got, want)
 		}
 		if d.Retry != s.wantRetry {
 			t.Errorf("step %d: Finish().Retry = %v, want %v", i, d.Retry, s.wantRetry)
@@ -276,7 +277,7 @@ func TestLoopBudget(t *testing.T) {
 			if tt.answerFirst {
 				o = answered(FlushDiskTimeout, tt.firstLatency)
 			}
-			l.Finish(o, false)
+			l.Finish(o)
 			now := t0.Add(ms(tt.firstLatency))
 			if _, ok := l.Next(now); !ok {
 				t.Fatal("Next() = false, want a pick")
@@ -337,7 +338,7 @@ func TestLoopPerRequestCap(t *testing.T) {
 				if plan.Timeout != want || !plan.Deadline.Equal(now.Add(want)) {
 					t.Errorf("attempt %d: Timeout = %v, Deadline = %v, want %v", i, plan.Timeout, plan.Deadline, want)
 				}
-				l.Finish(failed(errTransport, 700), false)
+				l.Finish(failed(errTransport, 700))
 				now = now.Add(ms(700))
 			}
 		})
@@ -445,14 +446,14 @@ func TestLoopAsyncDispatchUpdate(t *testing.T) {
 	l := NewLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindAsync, "T", t0)
 	l.Next(t0)
 	l.Start(queue("A"), t0)
-	u, ok := l.Dispatched(ms(3))
-	if want := (FaultUpdate{Broker: "A", Latency: ms(3), Reachable: true}); !ok || u != want {
-		t.Errorf("Dispatched() = %+v, %v, want %+v, true", u, ok, want)
+	o, ok := l.Dispatched(ms(3))
+	if want := (FaultUpdate{Broker: "A", Latency: ms(3), Reachable: true}); !ok || latency.UpdateFor(latency.ModeV5, "A", o, true) != want {
+		t.Errorf("Dispatched() = %+v, %v, want the update %+v, true", o, ok, want)
 	}
 	if _, ok := l.Dispatched(ms(3)); ok {
 		t.Error("second Dispatched() = true, want false")
 	}
-	l.Finish(failed(errTransport, 10), false)
+	l.Finish(failed(errTransport, 10))
 	l.Next(t0.Add(ms(10)))
 	l.Start(queue("B"), t0.Add(ms(10)))
 	if u, ok := l.Dispatched(0); ok {
@@ -486,7 +487,7 @@ func TestLoopAsyncBudget(t *testing.T) {
 			l.Next(t0)
 			l.Start(queue("A"), t0)
 			l.Dispatched(0)
-			if d := l.Finish(failed(errTransport, tt.latency), false); !d.Retry {
+			if d := l.Finish(failed(errTransport, tt.latency)); !d.Retry {
 				t.Fatalf("Finish().Retry = false, want true")
 			}
 			now := t0.Add(ms(tt.latency))
@@ -539,7 +540,7 @@ func TestLoopMisuse(t *testing.T) {
 	if _, ok := l.Start(queue("A"), t0); ok {
 		t.Error("Start() before Next() = true")
 	}
-	if d := l.Finish(answered(SendOK, 1), false); d != (Decision{}) {
+	if d := l.Finish(answered(SendOK, 1)); d != (Decision{}) {
 		t.Errorf("Finish() before Start() = %+v", d)
 	}
 	if _, err := l.Result(); err == nil {
@@ -550,7 +551,7 @@ func TestLoopMisuse(t *testing.T) {
 		t.Error("second Next() before Start() = false, want the same answer")
 	}
 	l.Start(queue("A"), t0)
-	l.Finish(Outcome{Class: ClassBroker, Code: 999}, false) // no Err: the loop makes one
+	l.Finish(Outcome{Class: ClassBroker, Code: 999}) // no Err: the loop makes one
 	_, err := l.Result()
 	var be *BrokerError
 	if !errors.As(err, &be) || be.Code != 999 {
@@ -590,7 +591,7 @@ func TestLoopManyBrokers(t *testing.T) {
 		want = append(want, b)
 		l.Next(t0)
 		l.Start(queue(b), t0)
-		l.Finish(failed(errTransport, 1), false)
+		l.Finish(failed(errTransport, 1))
 	}
 	l.Next(t0)
 	if got := l.BrokersSent(); !slices.Equal(got, want) {

@@ -50,10 +50,14 @@ const (
 	KindOneway
 )
 
-var kindNames = []string{"SYNC", "ASYNC", "ONEWAY"}
+var kindNames = [KindOneway + 1]string{"SYNC", "ASYNC", "ONEWAY"}
 
 // String returns SYNC, ASYNC or ONEWAY.
-func (k Kind) String() string { return enumName(kindNames, int(k), "kind") }
+func (k Kind) String() string { return enumName(kindNames[:], int(k), "kind") }
+
+// Kinds lists every Kind, in order of value (for metrics that keep a series
+// per kind).
+func Kinds() []Kind { return []Kind{KindSync, KindAsync, KindOneway} }
 
 // SendStatus is how a broker stored an answered message (the reference's
 // SendStatus). The zero value is SendOK.
@@ -92,6 +96,18 @@ type Result struct {
 	QueueOffset int64
 	// Native carries a transport's own result value untouched.
 	Native any
+	// Attempts is how many attempts the send made (retries included, as
+	// SendError.Attempts): 1 when the first attempt was answered. More means
+	// earlier attempts failed (or were answered but not SendOK, with
+	// Config.RetryAnotherBrokerWhenNotStoreOK); the answer is the last
+	// answered attempt's. The producer sets it (and Brokers), whatever the
+	// Transport put there.
+	Attempts int
+	// Brokers lists the broker of each attempt, in order, as
+	// SendError.Brokers, when the send took more than one attempt; nil when
+	// the first attempt was answered (its broker is Queue.BrokerName), so
+	// that such a send allocates nothing.
+	Brokers []string
 }
 
 // Attempt is one try at putting a message on one queue, as the producer

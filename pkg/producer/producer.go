@@ -16,9 +16,9 @@ import (
 )
 
 // Producer sends messages through a Transport, choosing queues with a
-// latency.Strategy and teaching its fault table what every attempt met, with
-// the reference's retries, budgets and fault updates (see Loop for the
-// rules). Routes come from a RouteSource, cached and refreshed.
+// Strategy (a *latency.Strategy, or another selector) and reporting what
+// every attempt met through its pick, with the reference's retries and
+// budgets (see Loop for the rules, latency.UpdateFor for the fault updates). Routes come from a RouteSource, cached and refreshed.
 //
 // All methods are safe for concurrent use. SendSync, SendOneway, SendToQueue
 // and SendByKey block until the send is over (at most about Config.Timeout
@@ -34,7 +34,7 @@ import (
 // error (an async send in exactly one callback).
 type Producer struct {
 	transport Transport
-	strat     *latency.Strategy
+	strat     Strategy
 	policy    *Policy
 	cfg       Config
 	routes    *routeCache
@@ -92,16 +92,16 @@ func WithRouteOptions(opts ...route.Option) Option {
 
 // New validates cfg and builds a producer over transport, routes and strat,
 // following strat's mode (v5 or v4). It starts the route refresher; call
-// Close when done. The strategy should serve this producer alone: when a
-// route changes, the producer drops fault items of brokers that none of its
-// routes names.
-func New(transport Transport, routes RouteSource, strat *latency.Strategy, cfg Config, opts ...Option) (*Producer, error) {
+// Close when done. The producer tells strat of every route it installs or
+// drops (Strategy.RouteChanged, RouteRemoved); a *latency.Strategy shared by
+// several producers learns the routes of all of them.
+func New(transport Transport, routes RouteSource, strat Strategy, cfg Config, opts ...Option) (*Producer, error) {
 	switch {
 	case transport == nil:
 		return nil, invalid("transport", nil, "must not be nil")
 	case routes == nil:
 		return nil, invalid("routes", nil, "must not be nil")
-	case strat == nil:
+	case isNil(strat):
 		return nil, invalid("strategy", nil, "must not be nil")
 	}
 	policy, err := NewPolicy(cfg, strat.Mode())
@@ -145,8 +145,25 @@ func New(transport Transport, routes RouteSource, strat *latency.Strategy, cfg C
 // Policy returns the rules the producer's sends follow.
 func (p *Producer) Policy() *Policy { return p.policy }
 
-// Strategy returns the producer's strategy.
-func (p *Producer) Strategy() *latency.Strategy { return p.strat }
+// Strategy returns the producer's strategy when it is mqfault's
+// *latency.Strategy (its fault table, switches and detector), or nil when
+// another Strategy picks (see Picker).
+func (p *Producer) Strategy() *latency.Strategy {
+	s, _ := p.strat.(*latency.Strategy)
+	return s
+}
+
+// Picker returns the Strategy the producer picks with, as given to New.
+func (p *Producer) Picker() Strategy { return p.strat }
+
+// isNil reports whether s is nil or a nil *latency.Strategy.
+func isNil(s Strategy) bool {
+	if s == nil {
+		return true
+	}
+	ls, ok := s.(*latency.Strategy)
+	return ok && ls == nil
+}
 
 // PublishInfo returns topic's publish info, looking it up if the producer
 // does not know it yet. The error is a *RouteError (errors.Is ErrNoRoute).
@@ -178,16 +195,8 @@ func (p *Producer) refreshLoop(t latency.Ticker) {
 }
 
 // routesChanged runs after every change of the route cache: it tells the
-// strategy's per-route filters about new and dropped routes, then evicts
-// fault items of brokers no route names.
+// strategy about new and dropped routes (RouteChanged, RouteRemoved).
 func (p *Producer) routesChanged(entries map[string]*routeEntry) {
-	p.announceRoutes(entries)
-	p.evict(entries)
-}
-
-// announceRoutes calls Strategy.RouteChanged for every publish info it has not
-// announced yet and Strategy.RouteRemoved for every topic that lost its route.
-func (p *Producer) announceRoutes(entries map[string]*routeEntry) {
 	p.announcedMu.Lock()
 	defer p.announcedMu.Unlock()
 	if p.announced == nil {
@@ -204,28 +213,6 @@ func (p *Producer) announceRoutes(entries map[string]*routeEntry) {
 			p.strat.RouteRemoved(topic)
 			delete(p.announced, topic)
 		}
-	}
-}
-
-// evict drops the fault items of brokers that no known route names (the
-// reference keeps them until a detector round finds no address for them).
-func (p *Producer) evict(entries map[string]*routeEntry) {
-	names := knownBrokers(entries)
-	keep := func(b string) bool { _, ok := names[b]; return ok }
-	var gone []string
-	if t := p.strat.Table(); t != nil {
-		gone = t.Retain(keep)
-	} else {
-		ft := p.strat.FaultTolerance()
-		for _, it := range ft.Items() {
-			if !keep(it.Broker) {
-				ft.Remove(it.Broker)
-				gone = append(gone, it.Broker)
-			}
-		}
-	}
-	if len(gone) > 0 {
-		p.log.Debug("producer: dropped fault items of brokers no route names", "brokers", gone)
 	}
 }
 
@@ -285,9 +272,10 @@ func (p *Producer) send(ctx context.Context, msg *Message, kind Kind) (Result, e
 		p.routeFailed(msg.Topic, kind, start, err)
 		return Result{}, err
 	}
-	l := NewLoop(p.policy, kind, msg.Topic, start)
-	p.run(ctx, &l, info, msg, now)
-	return p.end(&l, msg.Topic)
+	var d Drive
+	d.Reset(p.strat, info, p.policy, kind, start)
+	p.run(ctx, &d, msg, now)
+	return p.end(d.Loop(), msg.Topic)
 }
 
 // route returns topic's publish info and the time after finding it: start
@@ -308,44 +296,33 @@ func (p *Producer) routeFailed(topic string, kind Kind, start time.Time, err err
 	}
 }
 
-// run drives l to its end, from now: the producer's own driver of the step
-// function. It reads the clock once per attempt, at its end; that time is
+// run drives d to its end, from now: the producer's own driver of the
+// shared step. It reads the clock once per attempt, at its end; that time is
 // also the next attempt's start (the reference reads its clock again after
 // the fault update and the pick, a fraction of a microsecond later).
-func (p *Producer) run(ctx context.Context, l *Loop, info *route.PublishInfo, msg *Message, now time.Time) {
-	for {
-		pi, ok := l.Next(now)
-		if !ok {
-			return
-		}
+func (p *Producer) run(ctx context.Context, d *Drive, msg *Message, now time.Time) {
+	kind := d.Loop().Kind()
+	for d.Next(now) {
 		if err := p.interrupted(ctx); err != nil {
-			l.Abort(err)
+			d.Abort(err)
 			return
 		}
-		pick, ok := p.strat.Select(info, pi)
-		if !ok {
-			l.Abort(&RouteError{Topic: msg.Topic, Err: errNoWritableQueue})
-			return
-		}
-		plan, ok := l.Start(*pick.Queue, now)
+		plan, ok := d.Start(now)
 		if !ok {
 			return
 		}
-		if l.Kind() == KindAsync {
+		if kind == KindAsync {
 			// A blocking Transport hands the request over when it is
 			// called, right now: make the dispatch update (latency 0) before
 			// the call, as the reference does right after its non-blocking
 			// dispatch.
-			if u, ok := l.Dispatched(0); ok {
-				p.apply(u)
-			}
+			d.Dispatched(0)
 		}
-		o := p.attempt(ctx, msg, plan, l.Kind())
+		o := p.attempt(ctx, msg, plan, kind)
 		now = plan.Start.Add(o.Elapsed)
-		d := l.Finish(o, p.strat.DetectorEnabled())
-		p.apply(d.Update)
+		st := d.Finish(o)
 		if p.obs != nil {
-			p.obs.OnAttempt(AttemptEvent{Topic: msg.Topic, Kind: l.Kind(), Attempt: plan.Attempt, Queue: plan.Queue, Outcome: o, Update: d.Update, Retry: d.Retry})
+			p.obs.OnAttempt(AttemptEvent{Topic: msg.Topic, Kind: kind, Attempt: plan.Attempt, Queue: plan.Queue, Outcome: o, Update: st.Update, Retry: st.Retry})
 		}
 	}
 }
@@ -359,19 +336,13 @@ func (p *Producer) interrupted(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (p *Producer) apply(u FaultUpdate) {
-	if u.Broker != "" {
-		p.strat.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
-	}
-}
-
 // attempt makes one Transport call for plan and classifies what it returned.
 // A panicking Transport counts as a transport failure.
 func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Kind) (o Outcome) {
 	actx := newAttemptCtx(ctx, p.clock, plan.Deadline)
 	defer func() {
 		if r := recover(); r != nil {
-			actx.release()
+			releaseAttemptCtx(actx)
 			p.log.Error("producer: Transport.Send panicked", "broker", plan.Queue.BrokerName, "panic", r)
 			err := &TransportError{Broker: plan.Queue.BrokerName, Err: fmt.Errorf("transport panicked: %v", r)}
 			o = Outcome{Class: ClassTransport, Err: err, Elapsed: p.clock.Now().Sub(plan.Start)}
@@ -380,7 +351,7 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 	res, err := p.transport.Send(actx, Attempt{
 		Message: msg, Queue: plan.Queue, Kind: kind, Number: plan.Attempt, Timeout: plan.Timeout, Deadline: plan.Deadline,
 	})
-	actx.release()
+	releaseAttemptCtx(actx)
 	o = Classify(res, err)
 	if o.Class == ClassTransport && ctx.Err() != nil {
 		o.Class = ClassCancelled // the caller gave up; the broker is not at fault
@@ -476,6 +447,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 		if res.Queue == (route.MessageQueue{}) {
 			res.Queue = q
 		}
+		res.Attempts, res.Brokers = 1, nil
 		ev.Stop, ev.Status = StopAnswered, res.Status
 		p.sendDone(ev)
 		return res, nil

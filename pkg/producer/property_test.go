@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func checkEnd(t *testing.T, id int, res producer.Result, err error) {
 	if err == nil {
 		return
 	}
-	if res != (producer.Result{}) {
+	if !reflect.DeepEqual(res, producer.Result{}) {
 		t.Errorf("send %d: both a result %+v and an error %v", id, res, err)
 	}
 	var se *producer.SendError
@@ -139,7 +140,7 @@ func checkEnd(t *testing.T, id int, res producer.Result, err error) {
 // result that agrees with its Stop.
 func TestLoopTerminates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	classes := []producer.Class{producer.ClassAnswered, producer.ClassClient, producer.ClassTransport, producer.ClassBroker, producer.ClassCancelled}
+	classes := producer.Classes()
 	for i := range 20000 {
 		mode := latency.ModeV5
 		if i%2 == 1 {
@@ -181,9 +182,9 @@ func TestLoopTerminates(t *testing.T) {
 			if o.Class == producer.ClassAnswered {
 				o.Result.Status = producer.SendStatus(rng.IntN(4))
 			}
-			d := l.Finish(o, rng.IntN(2) == 0)
-			if d.Update.Broker != "b" || d.Update.Latency != o.Elapsed {
-				t.Fatalf("loop %d: update %+v for outcome %+v", i, d.Update, o)
+			d := l.Finish(o)
+			if u := latency.UpdateFor(mode, "b", d.Report, rng.IntN(2) == 0); u.Broker != "b" || u.Latency != o.Elapsed {
+				t.Fatalf("loop %d: update %+v for outcome %+v", i, u, o)
 			}
 			if d.Retry == l.Done() {
 				t.Fatalf("loop %d: Retry = %v but Done() = %v", i, d.Retry, l.Done())
@@ -194,7 +195,7 @@ func TestLoopTerminates(t *testing.T) {
 			t.Fatalf("loop %d: Done() = %v, Stop() = %v, Attempts() = %d (made %d)", i, l.Done(), l.Stop(), l.Attempts(), steps)
 		}
 		res, err := l.Result()
-		if (err == nil) != (l.Stop() == producer.StopAnswered) || (err != nil && res != (producer.Result{})) {
+		if (err == nil) != (l.Stop() == producer.StopAnswered) || (err != nil && !reflect.DeepEqual(res, producer.Result{})) {
 			t.Fatalf("loop %d: Result() = %+v, %v with Stop() = %v", i, res, err, l.Stop())
 		}
 		if _, ok := l.Next(now); ok {

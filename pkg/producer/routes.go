@@ -219,22 +219,3 @@ func mappingEqual(a, b route.TopicQueueMappingInfo) bool {
 	return a.Topic == b.Topic && a.TotalQueues == b.TotalQueues && a.BrokerName == b.BrokerName &&
 		a.Epoch == b.Epoch && a.Dirty == b.Dirty && maps.Equal(a.CurrIDMap, b.CurrIDMap)
 }
-
-// knownBrokers returns every broker name the entries' routes mention: their
-// queues' brokers (logical names of static topics included) and the brokers
-// of their queue and broker data.
-func knownBrokers(entries map[string]*routeEntry) map[string]struct{} {
-	names := map[string]struct{}{}
-	for _, e := range entries {
-		for _, b := range e.info.Brokers() {
-			names[b] = struct{}{}
-		}
-		for _, q := range e.data.QueueDatas {
-			names[q.BrokerName] = struct{}{}
-		}
-		for _, b := range e.data.BrokerDatas {
-			names[b.BrokerName] = struct{}{}
-		}
-	}
-	return names
-}

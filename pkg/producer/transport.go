@@ -36,7 +36,9 @@ import (
 //
 // ctx is done when the attempt's deadline (Attempt.Deadline, on the
 // producer's Clock) passes or the send's own ctx is done; Send must return
-// promptly then. For KindOneway, Send returns once the request is written,
+// promptly then. ctx is valid until Send returns and must not be used after
+// (the producer reuses it for a later attempt when nothing waited on it):
+// work that outlives Send needs a context of its own. For KindOneway, Send returns once the request is written,
 // with a zero Result. Send is called from the goroutine of a sync send and
 // from the producer's goroutines for async sends, possibly many at once: it
 // must be safe for concurrent use.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -148,7 +149,7 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 	bs.tokens = bs.burst
 	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportNotSent, Err: errRefused}
 	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportTimeout, Err: errNoReply}
-	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: "[simulated] over capacity"}
+	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
 	for _, e := range events {
 		if e.Broker != b.Name {
 			continue
@@ -163,7 +164,7 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 				code = SystemBusy
 			}
 			w.ev.Code = code
-			w.busyErr = &producer.BrokerError{Broker: b.Name, Code: code, Remark: "[simulated] busy"}
+			w.busyErr = &producer.BrokerError{Broker: b.Name, Code: code, Remark: remarkBusy}
 		}
 		bs.windows = append(bs.windows, w)
 	}
@@ -234,9 +235,9 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 		o.Elapsed, drew = d.at(u.z), true
 		switch {
 		case st == StateBusy && u.busy < w.ev.Rate:
-			o.Class, o.Code, o.Err = producer.ClassBroker, w.ev.Code, w.busyErr
+			o.Class, o.Code, o.Remark, o.Err = brokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
 		case !b.admit(t):
-			o.Class, o.Code, o.Err = producer.ClassBroker, SystemBusy, b.errFull
+			o.Class, o.Code, o.Remark, o.Err = producer.ClassBusy, SystemBusy, remarkFull, b.errFull
 		}
 	}
 	if o.Elapsed > timeout {
@@ -265,4 +266,19 @@ func (b *brokerSim) probe(t int64) error {
 		return errProbeTimeout
 	}
 	return nil
+}
+
+// The remarks of the simulated brokers' busy answers.
+const (
+	remarkBusy = "[simulated] busy"
+	remarkFull = "[simulated] over capacity"
+)
+
+// brokerClass is the class producer.Classify gives a broker's error answer
+// with code: busy for flow control (latency.IsBusy), else broker.
+func brokerClass(code int) producer.Class {
+	if latency.IsBusy(code) {
+		return producer.ClassBusy
+	}
+	return producer.ClassBroker
 }

@@ -73,7 +73,7 @@ func TestAttemptOutcomes(t *testing.T) {
 		{"slow", Event{State: StateSlow, For: time.Second, Latency: Latency{100 * time.Millisecond, 100 * time.Millisecond}},
 			producer.ClassAnswered, 0, 0, 100 * time.Millisecond, true, true},
 		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, producer.ClassBroker, 0, 17, 2 * time.Millisecond, true, true},
-		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBroker, 0, SystemBusy, 2 * time.Millisecond, true, true},
+		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBusy, 0, SystemBusy, 2 * time.Millisecond, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestCapacity(t *testing.T) {
 		switch {
 		case o.Class == producer.ClassAnswered:
 			accepted++
-		case o.Class != producer.ClassBroker || o.Code != SystemBusy:
+		case o.Class != producer.ClassBusy || o.Code != SystemBusy:
 			t.Fatalf("attempt() = %+v, want an answer or SYSTEM_BUSY", o)
 		}
 	}

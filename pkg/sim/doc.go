@@ -1,8 +1,9 @@
 // Package sim is a deterministic discrete-event simulator of a producer
 // sending to brokers that fail, slow down or push back. It runs the real
 // code: the latency.Strategy (its cascade, fault table, isolation expiry
-// timers and detector rounds) and the send loop's step function
-// (producer.Loop, with its retries, budgets and fault updates), on a
+// timers and detector rounds) and the send loop's shared step
+// (producer.Drive: the Loop's retries and budgets, the outcome reported
+// through the pick to the strategy's update rules), on a
 // latency.ManualClock that only the simulation moves. `mqfault sim` is its
 // command line.
 //
@@ -20,10 +21,12 @@
 //     when its previous send ends if that is later; it never catches up on
 //     sends it missed while waiting. Slow sends therefore lower the number
 //     of sends, as they would in a real producer.
-//   - A send is a producer.Loop driven by hand: Next, then Strategy.Select at
-//     the virtual now, then Start, then the attempt, whose outcome arrives as
-//     an event after its elapsed time; Finish decides the fault update
-//     (Strategy.Update) and whether to retry.
+//   - A send is a producer.Drive stepped per event: Next, then Start (the
+//     strategy's pick at the virtual now), then the attempt, whose outcome
+//     arrives as an event after its elapsed time; Finish reports it through
+//     the pick (the strategy's rules make the fault update) and decides
+//     whether to retry — the same helper the producer and the trace runner
+//     drive.
 //   - An attempt meets its broker's state at the moment it starts: up (a
 //     log-normal latency through the broker's median and p99), down
 //     (connection refused after 1 ms), blackhole (no answer: the attempt

@@ -84,11 +84,11 @@ func (q *eventQueue) pop() event {
 
 // sender is one simulated producer thread.
 type sender struct {
-	loop   producer.Loop
-	start  int64  // when the current send started
-	sends  uint64 // sends started so far, the current one included
-	drawn  int    // draws the current send's attempts have used
-	key    uint64 // senderKey: its attempts' draws follow from it
+	drive  producer.Drive // the current send: pick, attempt, report, decide
+	start  int64          // when the current send started
+	sends  uint64         // sends started so far, the current one included
+	drawn  int            // draws the current send's attempts have used
+	key    uint64         // senderKey: its attempts' draws follow from it
 	out    producer.Outcome
 	broker *brokerSim
 }
@@ -220,13 +220,12 @@ func (e *engine) run(ctx context.Context) error {
 			s.start = e.now
 			s.sends++
 			s.drawn = 0
-			s.loop = producer.NewLoop(e.policy, producer.KindSync, Topic, e.clock.Now())
+			s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
 			e.step(int(ev.sender))
 		case evAttemptEnd:
 			s := &e.senders[ev.sender]
-			d := s.loop.Finish(s.out, e.strat.DetectorEnabled())
-			if u := d.Update; u.Broker != "" {
-				e.strat.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
+			// Finish reports the outcome through the pick: the fault update.
+			if u := s.drive.Finish(s.out).Update; u.Broker != "" {
 				e.tl.updated(e.now, s.broker.index)
 			}
 			e.step(int(ev.sender))
@@ -263,23 +262,16 @@ func (e *engine) run(ctx context.Context) error {
 func (e *engine) step(i int) {
 	s := &e.senders[i]
 	now := e.clock.Now()
-	pi, ok := s.loop.Next(now)
+	if !s.drive.Next(now) {
+		e.endSend(i)
+		return
+	}
+	plan, ok := s.drive.Start(now)
 	if !ok {
 		e.endSend(i)
 		return
 	}
-	pick, ok := e.strat.Select(e.info, pi)
-	if !ok {
-		s.loop.Abort(&producer.RouteError{Topic: Topic, Err: producer.ErrNoRoute})
-		e.endSend(i)
-		return
-	}
-	plan, ok := s.loop.Start(*pick.Queue, now)
-	if !ok {
-		e.endSend(i)
-		return
-	}
-	b := e.byName[pick.Queue.BrokerName]
+	b := e.byName[plan.Queue.BrokerName]
 	out, unhealthy, drew := b.attempt(e.now, plan.Timeout, e.dice.draws(s.key, s.sends, s.drawn))
 	if drew {
 		s.drawn++
@@ -292,8 +284,8 @@ func (e *engine) step(i int) {
 // endSend records sender i's send and schedules its next one.
 func (e *engine) endSend(i int) {
 	s := &e.senders[i]
-	_, err := s.loop.Result()
-	e.m.send(s.start, int64(s.loop.Elapsed()), err == nil)
+	l := s.drive.Loop()
+	e.m.send(s.start, int64(l.Elapsed()), l.Stop() == producer.StopAnswered)
 	next := max(e.now, s.start+e.interval)
 	if next >= e.end {
 		e.active--

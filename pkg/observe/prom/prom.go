@@ -12,7 +12,7 @@
 //	mqfault_isolations_ended_total{broker}       counter  isolations whose time ran out (the broker is picked again; not proof that it works)
 //	mqfault_probes_total{result}                 counter  detector probes (result: reachable, unreachable, inconclusive)
 //	mqfault_picks_total{stage}                   counter  picks by the cascade stage that answered (from the strategy's StageCounter)
-//	mqfault_attempts_total{broker,outcome}       counter  send attempts (outcome: answered, client, transport, broker, cancelled)
+//	mqfault_attempts_total{broker,outcome}       counter  send attempts (outcome: answered, client, transport, broker, cancelled, busy)
 //	mqfault_sends_total{kind,result}             counter  sends ended (kind: sync, async, oneway; result: the Stop, e.g. answered, failed)
 //	mqfault_send_duration_seconds{kind}          histogram how long sends took, retries included
 //
@@ -55,9 +55,9 @@ type Metrics struct {
 	probeVec   *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
 	sends      *prometheus.CounterVec
-	sendsBy    [numKinds][numStops]prometheus.Counter
+	sendsBy    [][]prometheus.Counter // by kind, then stop
 	duration   *prometheus.HistogramVec
-	durationBy [numKinds]prometheus.Observer
+	durationBy []prometheus.Observer // by kind
 
 	isolatedDesc    *prometheus.Desc
 	unreachableDesc *prometheus.Desc
@@ -73,12 +73,14 @@ var (
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
-// The producer's kinds, outcome classes and stops, as label values indexed
-// by their numeric values.
-const (
-	numKinds   = 3
-	numClasses = 5
-	numStops   = 7
+// How many kinds, outcome classes and stops the producer has: series are
+// resolved for each in advance, indexed by their numeric values. They come
+// from the producer's own lists, so a class or stop added there gets its
+// series here.
+var (
+	numKinds   = len(producer.Kinds())
+	numClasses = len(producer.Classes())
+	numStops   = len(producer.Stops())
 )
 
 var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, latency.ReasonExplicit}
@@ -86,7 +88,7 @@ var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, 
 // brokerSeries are one broker's series, resolved once so an event is an
 // atomic add.
 type brokerSeries struct {
-	attempts   [numClasses]prometheus.Counter
+	attempts   []prometheus.Counter // by class
 	isolations [len(reasons)]prometheus.Counter
 	extensions [len(reasons)]prometheus.Counter
 	ended      prometheus.Counter
@@ -157,9 +159,12 @@ func New(opts ...Option) (*Metrics, error) {
 	for i, r := range []string{"reachable", "unreachable", "inconclusive"} {
 		m.probes[i] = m.probeVec.WithLabelValues(r)
 	}
+	m.sendsBy = make([][]prometheus.Counter, numKinds)
+	m.durationBy = make([]prometheus.Observer, numKinds)
 	for k := range numKinds {
 		kind := kindLabel(producer.Kind(k))
 		m.durationBy[k] = m.duration.WithLabelValues(kind)
+		m.sendsBy[k] = make([]prometheus.Counter, numStops)
 		for s := range numStops {
 			m.sendsBy[k][s] = m.sends.WithLabelValues(kind, producer.Stop(s).String())
 		}
@@ -188,7 +193,7 @@ func (m *Metrics) broker(name string) *brokerSeries {
 	if b, ok := m.brokers.Load(name); ok {
 		return b.(*brokerSeries)
 	}
-	b := &brokerSeries{ended: m.ended.WithLabelValues(name)}
+	b := &brokerSeries{ended: m.ended.WithLabelValues(name), attempts: make([]prometheus.Counter, numClasses)}
 	for c := range numClasses {
 		b.attempts[c] = m.attempts.WithLabelValues(name, producer.Class(c).String())
 	}

@@ -3,6 +3,7 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,37 @@ func TestRegisterTwice(t *testing.T) {
 	}
 	if err := reg.Register(m); err != nil {
 		t.Fatalf("Register() after Unregister error = %v", err)
+	}
+}
+
+// TestEveryClassAndStop checks that every outcome class and every stop the
+// producer has gets its series, busy included: none is dropped for want of
+// a slot.
+func TestEveryClassAndStop(t *testing.T) {
+	m, reg := newRegistered(t)
+	q := route.MessageQueue{Topic: "T", BrokerName: "a"}
+	for _, c := range producer.Classes() {
+		m.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: c}})
+	}
+	for _, k := range producer.Kinds() {
+		for _, s := range producer.Stops() {
+			m.OnSend(producer.SendEvent{Kind: k, Stop: s})
+		}
+	}
+	got := gather(t, reg)
+	for _, c := range producer.Classes() {
+		if k := "mqfault_attempts_total{broker=a,outcome=" + c.String() + "}"; got[k] != 1 {
+			t.Errorf("%s = %v, want 1", k, got[k])
+		}
+	}
+	if got["mqfault_attempts_total{broker=a,outcome=busy}"] != 1 {
+		t.Error("no busy series")
+	}
+	for _, k := range producer.Kinds() {
+		for _, s := range producer.Stops() {
+			if key := "mqfault_sends_total{kind=" + strings.ToLower(k.String()) + ",result=" + s.String() + "}"; got[key] != 1 {
+				t.Errorf("%s = %v, want 1", key, got[key])
+			}
+		}
 	}
 }

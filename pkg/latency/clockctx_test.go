@@ -1,4 +1,4 @@
-package producer
+package latency_test
 
 import (
 	"context"
@@ -9,21 +9,22 @@ import (
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
-// TestAttemptCtx checks the lazy attempt context on a manual clock.
-func TestAttemptCtx(t *testing.T) {
+// TestClockContext checks the lazy clock-deadline context on a manual clock
+// (the producer's attempt context and WithClockTimeout).
+func TestClockContext(t *testing.T) {
 	t.Run("deadline on the clock, with and without Done", func(t *testing.T) {
 		for _, withDone := range []bool{true, false} {
 			clock := latency.NewManualClock(t0)
-			c := newAttemptCtx(context.Background(), clock, t0.Add(ms(100)))
+			c := latency.NewClockContext(context.Background(), clock, t0.Add(100*time.Millisecond))
 			var done <-chan struct{}
 			if withDone {
 				done = c.Done()
 			}
-			clock.Advance(ms(99))
+			clock.Advance(99 * time.Millisecond)
 			if c.Err() != nil {
 				t.Fatalf("Err() = %v before the deadline", c.Err())
 			}
-			clock.Advance(ms(1))
+			clock.Advance(time.Millisecond)
 			if !errors.Is(c.Err(), context.DeadlineExceeded) {
 				t.Errorf("Err() = %v at the deadline, want DeadlineExceeded", c.Err())
 			}
@@ -35,7 +36,7 @@ func TestAttemptCtx(t *testing.T) {
 			default:
 				t.Error("Done() not closed at the deadline")
 			}
-			c.release()
+			c.Release()
 			if !errors.Is(c.Err(), context.DeadlineExceeded) {
 				t.Errorf("Err() after release = %v, want it unchanged", c.Err())
 			}
@@ -44,7 +45,7 @@ func TestAttemptCtx(t *testing.T) {
 	t.Run("parent cancelled", func(t *testing.T) {
 		clock := latency.NewManualClock(t0)
 		parent, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
-		c := newAttemptCtx(parent, clock, t0.Add(time.Hour))
+		c := latency.NewClockContext(parent, clock, t0.Add(time.Hour))
 		if c.Value(ctxKey{}) != "v" {
 			t.Error("Value() does not reach the parent")
 		}
@@ -54,15 +55,15 @@ func TestAttemptCtx(t *testing.T) {
 		if !errors.Is(c.Err(), context.Canceled) {
 			t.Errorf("Err() = %v, want Canceled", c.Err())
 		}
-		c.release()
+		c.Release()
 		if clock.Pending() != 0 {
 			t.Errorf("release left %d timers pending", clock.Pending())
 		}
 	})
 	t.Run("released", func(t *testing.T) {
 		clock := latency.NewManualClock(t0)
-		c := newAttemptCtx(context.Background(), clock, t0.Add(time.Second))
-		c.release()
+		c := latency.NewClockContext(context.Background(), clock, t0.Add(time.Second))
+		c.Release()
 		if !errors.Is(c.Err(), context.Canceled) {
 			t.Errorf("Err() after release = %v, want Canceled", c.Err())
 		}
@@ -74,10 +75,33 @@ func TestAttemptCtx(t *testing.T) {
 	})
 	t.Run("wall-clock deadline", func(t *testing.T) {
 		clock := latency.NewManualClock(t0) // far in the past
-		c := newAttemptCtx(context.Background(), clock, t0.Add(time.Minute))
+		c := latency.NewClockContext(context.Background(), clock, t0.Add(time.Minute))
 		d, ok := c.Deadline()
 		if left := time.Until(d); !ok || left <= 50*time.Second || left > time.Minute {
 			t.Errorf("Deadline() = %v (%v from now), want about a minute from now", d, left)
+		}
+	})
+	t.Run("reuse", func(t *testing.T) {
+		clock := latency.NewManualClock(t0)
+		c := latency.NewClockContext(context.Background(), clock, t0.Add(time.Second))
+		if c.Reuse(context.Background(), clock, t0.Add(time.Hour)) {
+			t.Fatal("Reuse() of a live context = true")
+		}
+		c.Release()
+		if !c.Reuse(context.Background(), clock, t0.Add(time.Hour)) {
+			t.Fatal("Reuse() of a released context never waited on = false")
+		}
+		clock.Advance(time.Minute)
+		if err := c.Err(); err != nil {
+			t.Errorf("Err() after Reuse with a later deadline = %v, want nil", err)
+		}
+		_ = c.Done()
+		c.Release()
+		if c.Reuse(context.Background(), clock, t0.Add(2*time.Hour)) {
+			t.Error("Reuse() of a context whose Done was called = true")
+		}
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Errorf("Err() after a refused Reuse = %v, want Canceled", c.Err())
 		}
 	})
 }

@@ -1,0 +1,27 @@
+// Package mocks holds gomock mocks (go.uber.org/mock, -typed) of the
+// interfaces of mqfault's core packages, for tests; nothing but tests
+// imports it:
+//
+//   - pkg/route: MockQueueFilter, MockRouteFilter (a filter that decides per
+//     route), MockRandomSource (the index's random source);
+//   - pkg/latency: MockClock, MockTimer, MockTicker, MockResolver,
+//     MockServiceDetector, MockDurationTable, MockFaultTolerance, MockObserver
+//     and MockReporter (what a pick reports its outcome to: Pick.Done);
+//   - pkg/producer: MockTransport, MockRouteSource, MockSelector,
+//     MockProducerObserver and MockStrategy (the selector a Producer picks
+//     with).
+//
+// The plugins' BatchFilter is mocked in the subpackage pluginmocks, so that
+// tests of the core do not compile the plugin protocol's gRPC dependencies.
+//
+// Use a mock as gomock's documentation says: make a controller per test,
+// set expectations, hand the mock to the code under test:
+//
+//	ctrl := gomock.NewController(t)
+//	tr := mocks.NewMockTransport(ctrl)
+//	tr.EXPECT().Send(gomock.Any(), gomock.Any()).Return(producer.Result{Status: producer.SendOK}, nil)
+//
+// The mocks are generated: every go:generate line is in generate.go, and
+// `go generate ./mocks` rewrites them (CI fails when the committed files
+// differ from what it writes). Do not edit them by hand.
+package mocks

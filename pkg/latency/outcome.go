@@ -1,0 +1,336 @@
+package latency
+
+import (
+	"strconv"
+	"time"
+)
+
+// Class is what one send attempt met, as the fault table's update rules see
+// it. The producer classifies what its Transport returned (producer.Classify)
+// and reports it through the pick (Pick.Done).
+type Class uint8
+
+const (
+	// ClassAnswered: the broker answered with a send status, or (on
+	// PathSend) an async request was handed over / a oneway request written.
+	ClassAnswered Class = iota
+	// ClassBusy: the broker refused the request under flow control (see
+	// IsBusy). The reference modes treat it exactly as ClassBroker.
+	ClassBusy
+	// ClassBroker: the broker answered with an error response code.
+	ClassBroker
+	// ClassTransportFailed: the request may have reached the broker, but no
+	// answer came (a broken connection, an unknown failure).
+	ClassTransportFailed
+	// ClassTransportTimeout: no answer before the attempt's deadline.
+	ClassTransportTimeout
+	// ClassTransportNotSent: the request could not be handed to the network.
+	ClassTransportNotSent
+	// ClassThrottled: the client's own flow control refused the request (the
+	// reference's RemotingTooMuchRequestException); the fault table treats it
+	// as a transport failure.
+	ClassThrottled
+	// ClassClient: the attempt failed on the client before any request was
+	// sent (no address for the broker, an unencodable message).
+	ClassClient
+	// ClassCancelled: the attempt was cancelled by the caller.
+	ClassCancelled
+	numClasses
+)
+
+var classNames = [numClasses]string{
+	"answered", "busy", "broker", "transport_failed", "transport_timeout", "transport_not_sent",
+	"throttled", "client", "cancelled",
+}
+
+// String returns the class's name: answered, busy, broker,
+// transport_failed, transport_timeout, transport_not_sent, throttled, client
+// or cancelled.
+func (c Class) String() string {
+	if c < numClasses {
+		return classNames[c]
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Classes lists every class, in order of value.
+func Classes() []Class {
+	out := make([]Class, numClasses)
+	for i := range out {
+		out[i] = Class(i)
+	}
+	return out
+}
+
+// Path says on which of the reference's code paths an outcome is reported:
+// the update rules differ between them.
+type Path uint8
+
+const (
+	// PathSend is sendDefaultImpl's attempt: every sync and oneway attempt,
+	// the hand-over of an async request (reported as ClassAnswered, the
+	// reference's dispatch update), and a first async attempt that failed
+	// before its request left.
+	PathSend Path = iota
+	// PathAsyncAnswer is the end of an async request that was handed over
+	// (MQClientAPIImpl's response and failure callbacks).
+	PathAsyncAnswer
+	// PathAsyncResend is an async retry whose request could not be handed
+	// over (MQClientAPIImpl's catch around its re-send).
+	PathAsyncResend
+	numPaths
+)
+
+var pathNames = [numPaths]string{"send", "async_answer", "async_resend"}
+
+// String returns send, async_answer or async_resend.
+func (p Path) String() string {
+	if p < numPaths {
+		return pathNames[p]
+	}
+	return "path(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Outcome is what one attempt met, reported through its pick (Pick.Done).
+type Outcome struct {
+	// Class is what the attempt met.
+	Class Class
+	// Path is the reference code path the outcome is reported on (zero:
+	// PathSend, every sync and oneway attempt).
+	Path Path
+	// Latency is how long the attempt took: the latency of its fault update.
+	Latency time.Duration
+	// Code and Remark are the broker's response code and remark (ClassBusy,
+	// ClassBroker).
+	Code   int
+	Remark string
+	// Err is the attempt's error, if any. The update rules do not read it;
+	// a Reporter other than the Strategy may.
+	Err error
+}
+
+// FaultUpdate is one fault-table update: the arguments of Strategy.Update.
+// An empty Broker means there is nothing to update.
+type FaultUpdate struct {
+	Broker    string
+	Latency   time.Duration
+	Isolation bool
+	// Reachable is the reachable flag (v5). v4 has none: its rules report
+	// true, which a v4 table ignores.
+	Reachable bool
+}
+
+// Reporter takes the outcome of an attempt made on a pick. A Strategy is the
+// Reporter of its own picks; a selector of another kind sets itself (or
+// nil: Done then does nothing). Report must be safe for concurrent use and
+// must not block: it runs on the send path.
+type Reporter interface {
+	Report(p Pick, o Outcome) FaultUpdate
+}
+
+// Done reports the outcome of the attempt made on the pick to whoever picked
+// it, and returns the fault update that outcome calls for. Call it once per
+// attempt; an async attempt calls it twice, for its hand-over (PathSend,
+// ClassAnswered) and for its end (PathAsyncAnswer). It allocates nothing.
+// On a zero Pick it does nothing.
+func (p Pick) Done(o Outcome) FaultUpdate {
+	if p.Reporter == nil || p.Queue == nil {
+		return FaultUpdate{}
+	}
+	return p.Reporter.Report(p, o)
+}
+
+// Report applies the mode's update rules to the outcome of an attempt on p
+// (see UpdateFor) and makes the update (Update, which does nothing while
+// fault tolerance is off). It returns the update the rules call for, made or
+// not. Safe for concurrent use; allocates nothing for a known broker.
+func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
+	if p.Queue == nil {
+		return FaultUpdate{}
+	}
+	u := UpdateFor(s.mode, p.Queue.BrokerName, o, s.detectorOn.Load())
+	s.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
+	return u
+}
+
+// UpdateFor is the fault update mode's rules call for when an attempt on
+// broker met o, with the detector switch at detectorOn. The rules are the
+// reference's (5.3.3 and 4.9.8; a mode "" is v5), with latency = o.Latency:
+//
+//	path           class                               v5 (isolation, reachable)  v4 isolation
+//	send           answered                            false, true                false
+//	send           busy, broker                        true, false                true
+//	send           transport_*, throttled              true, !detectorOn          true
+//	send           client                              false, true                true
+//	send           cancelled                           false, true                false
+//	async_answer   answered, cancelled                 false, true                false
+//	async_answer   busy, broker, transport_failed,     true, true                 true
+//	               transport_timeout, throttled
+//	async_answer   transport_not_sent, client          true, false                true
+//	async_resend   answered, cancelled                 false, true                false
+//	async_resend   every other class                   true, false                true
+//
+// v4 has no reachable flag: its updates carry true. An unknown class or path
+// is a transport failure on PathSend.
+func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate {
+	rules := &rules5
+	if mode == ModeV4 {
+		rules = &rules4
+	}
+	path, class := o.Path, o.Class
+	if path >= numPaths || class >= numClasses {
+		path, class = PathSend, ClassTransportFailed
+	}
+	r := rules[path][class]
+	u := FaultUpdate{Broker: broker, Latency: o.Latency, Isolation: r.isolation}
+	switch r.reach {
+	case reachYes:
+		u.Reachable = true
+	case reachUnlessDetector:
+		u.Reachable = !detectorOn
+	}
+	return u
+}
+
+// reach is a rule's reachable flag.
+type reach uint8
+
+const (
+	reachYes            reach = iota
+	reachNo                   // marks the broker unreachable
+	reachUnlessDetector       // unreachable only while the detector switch is on
+)
+
+// rule is what one class on one path does to the fault table.
+type rule struct {
+	isolation bool
+	reach     reach
+}
+
+// ruleTable is a mode's update rules, by path and class: a new class or path
+// is a new column or row here, and nowhere else.
+type ruleTable [numPaths][numClasses]rule
+
+var (
+	ruleAnswered  = rule{false, reachYes}
+	ruleFailed    = rule{true, reachNo}
+	ruleTransport = rule{true, reachUnlessDetector}
+	ruleCharged   = rule{true, reachYes} // isolated, still reachable
+)
+
+// rules5 is RocketMQ 5.3.3's: sendDefaultImpl's catch blocks, and
+// MQClientAPIImpl.sendMessageAsync's callbacks and catch.
+var rules5 = ruleTable{
+	PathSend: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleFailed, // an MQBrokerException like any other code
+		ClassBroker:           ruleFailed,
+		ClassTransportFailed:  ruleTransport,
+		ClassTransportTimeout: ruleTransport,
+		ClassTransportNotSent: ruleTransport,
+		ClassThrottled:        ruleTransport,
+		ClassClient:           ruleAnswered, // MQClientException: (false, true)
+		ClassCancelled:        ruleAnswered, // InterruptedException: (false, true)
+	},
+	PathAsyncAnswer: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleCharged,
+		ClassBroker:           ruleCharged,
+		ClassTransportFailed:  ruleCharged,
+		ClassTransportTimeout: ruleCharged,
+		ClassTransportNotSent: ruleFailed,
+		ClassThrottled:        ruleCharged,
+		ClassClient:           ruleFailed,
+		ClassCancelled:        ruleAnswered,
+	},
+	PathAsyncResend: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleFailed,
+		ClassBroker:           ruleFailed,
+		ClassTransportFailed:  ruleFailed,
+		ClassTransportTimeout: ruleFailed,
+		ClassTransportNotSent: ruleFailed,
+		ClassThrottled:        ruleFailed,
+		ClassClient:           ruleFailed,
+		ClassCancelled:        ruleAnswered,
+	},
+}
+
+// rules4 is RocketMQ 4.9.8's: isolation only (the reachable flag is always
+// reported true).
+var rules4 = ruleTable{
+	PathSend: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleCharged,
+		ClassBroker:           ruleCharged,
+		ClassTransportFailed:  ruleCharged,
+		ClassTransportTimeout: ruleCharged,
+		ClassTransportNotSent: ruleCharged,
+		ClassThrottled:        ruleCharged,
+		ClassClient:           ruleCharged, // 4.9.8 isolates on MQClientException
+		ClassCancelled:        ruleAnswered,
+	},
+	PathAsyncAnswer: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleCharged,
+		ClassBroker:           ruleCharged,
+		ClassTransportFailed:  ruleCharged,
+		ClassTransportTimeout: ruleCharged,
+		ClassTransportNotSent: ruleCharged,
+		ClassThrottled:        ruleCharged,
+		ClassClient:           ruleCharged,
+		ClassCancelled:        ruleAnswered,
+	},
+	PathAsyncResend: {
+		ClassAnswered:         ruleAnswered,
+		ClassBusy:             ruleCharged,
+		ClassBroker:           ruleCharged,
+		ClassTransportFailed:  ruleCharged,
+		ClassTransportTimeout: ruleCharged,
+		ClassTransportNotSent: ruleCharged,
+		ClassThrottled:        ruleCharged,
+		ClassClient:           ruleCharged,
+		ClassCancelled:        ruleAnswered,
+	},
+}
+
+// Response codes that mean flow control.
+const (
+	// CodeSystemBusy is RocketMQ's SYSTEM_BUSY (2), which a broker answers
+	// under flow control.
+	CodeSystemBusy = 2
+	// CodeTooManyRequests is a RocketMQ 5.x gRPC proxy's TOO_MANY_REQUESTS
+	// status code (apache/rocketmq-apis Code 42900).
+	CodeTooManyRequests = 42900
+)
+
+// BusyRemarks are the remark prefixes a RocketMQ 5.3.3 broker puts on a
+// SYSTEM_BUSY answer: [REJECTREQUEST] (page cache busy, or a slave),
+// [OVERLOAD] (the send pool's queue is full), [PCBUSY_CLEAN_QUEUE] (page
+// cache busy; the queue is drained), [TIMEOUT_CLEAN_QUEUE] (the request
+// waited too long in the send queue), [PC_SYNCHRONIZED] (the commit log lock
+// was held too long).
+func BusyRemarks() []string {
+	return []string{"[REJECTREQUEST]", "[OVERLOAD]", "[PCBUSY_CLEAN_QUEUE]", "[TIMEOUT_CLEAN_QUEUE]", "[PC_SYNCHRONIZED]"}
+}
+
+// IsBusy reports whether a broker's error answer with code is flow control
+// rather than failure: SYSTEM_BUSY (2) whatever its remark (the known ones
+// are BusyRemarks, a bare code 2 included: a broker of another version may
+// word it otherwise, and code 2 means flow control alone), or a proxy's
+// TOO_MANY_REQUESTS. Code 14 (service not available), code 1 and the others
+// are failures.
+func IsBusy(code int) bool {
+	return code == CodeSystemBusy || code == CodeTooManyRequests
+}
+
+// BrokerClass is the class of a broker's error answer with code: ClassBusy
+// when IsBusy, else ClassBroker.
+func BrokerClass(code int) Class {
+	if IsBusy(code) {
+		return ClassBusy
+	}
+	return ClassBroker
+}
+
+var _ Reporter = (*Strategy)(nil)

@@ -1,0 +1,134 @@
+package producer
+
+import (
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// Drive is one send through the fault-tolerant path over a Strategy: the
+// "pick, attempt, report, decide" that the producer's SendSync, SendAsync
+// and SendOneway, the simulator and the trace runner all drive, so they
+// decide alike. It is a Loop (the budget, retry and result decisions) joined
+// to the strategy's picks: Start picks the attempt's queue, Dispatched and
+// Finish report what the attempt met through that pick (latency.Pick.Done),
+// where the strategy's mode applies its update rules, detector switch and
+// policies. Like a Loop it reads no clock and starts no goroutine; drivers
+// pass the time in and run the attempt however they like (a blocking
+// Transport call, a simulated event).
+//
+//	d := producer.NewDrive(strategy, info, policy, producer.KindSync, now)
+//	for d.Next(now) {                     // may another attempt start?
+//		plan, ok := d.Start(now)          // pick, note the broker, check the budget
+//		if !ok {
+//			break
+//		}
+//		// (async only) d.Dispatched(elapsed) when the request is handed over
+//		o := run(plan)                    // the attempt, ending at plan.Start+o.Elapsed
+//		step := d.Finish(o)               // report through the pick, decide
+//		now = plan.Start.Add(o.Elapsed)   // (a real driver reads its clock)
+//	}
+//	res, err := d.Loop().Result()
+//
+// A driver may check its own reasons to stop (a closed producer, a done ctx)
+// between Next and Start, and end the send with Abort. Every method
+// tolerates misuse as Loop's do. A Drive is a value owned by one driver: it
+// is not safe for concurrent use, and allocates nothing.
+type Drive struct {
+	loop  Loop
+	strat Strategy
+	info  *route.PublishInfo
+	pick  latency.Pick
+	pi    latency.PickInfo
+}
+
+// Step is what Drive.Finish did with an attempt's outcome.
+type Step struct {
+	// Update is the fault update the outcome called for (made unless fault
+	// tolerance is off): what the pick's Done returned.
+	Update FaultUpdate
+	// Retry is true when another attempt may follow.
+	Retry bool
+}
+
+// NewDrive starts one send of kind to info's topic, begun at start (see
+// NewLoop), picking with strat over info. A nil policy is Reference5's.
+func NewDrive(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) (d Drive) {
+	d.Reset(strat, info, p, kind, start)
+	return d
+}
+
+// Reset makes d a new send, as NewDrive, in place (a driver that keeps one
+// Drive per sender saves the copy).
+func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) {
+	topic := ""
+	if info != nil {
+		topic = info.Topic()
+	}
+	d.strat, d.info, d.pick, d.pi = strat, info, latency.Pick{}, latency.PickInfo{}
+	d.loop.init(p, kind, topic, start)
+}
+
+// Next says whether another attempt may start at now; false means the send
+// is over (Loop().Result has its end).
+func (d *Drive) Next(now time.Time) bool {
+	pi, ok := d.loop.Next(now)
+	d.pi = pi
+	return ok
+}
+
+// Start picks the attempt's queue with the strategy and starts the attempt
+// at now (Loop.Start). ok=false means the send is over: the budget ran out,
+// or the strategy found no queue (the send then fails with a *RouteError).
+func (d *Drive) Start(now time.Time) (Plan, bool) {
+	if d.loop.phase != phaseStart {
+		return Plan{}, false
+	}
+	if d.strat == nil || d.info == nil {
+		d.loop.Abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
+		return Plan{}, false
+	}
+	pick, ok := d.strat.Select(d.info, d.pi)
+	if !ok || pick.Queue == nil {
+		d.loop.Abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
+		return Plan{}, false
+	}
+	d.pick = pick
+	var plan Plan
+	ok = d.loop.begin(pick.Queue, now, &plan)
+	return plan, ok
+}
+
+// Dispatched reports that an async attempt's request was handed over,
+// elapsed after the attempt started, and makes the reference's dispatch
+// update through the pick for a first attempt (ok=true). See
+// Loop.Dispatched.
+func (d *Drive) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
+	o, ok := d.loop.Dispatched(elapsed)
+	if !ok {
+		return FaultUpdate{}, false
+	}
+	return d.pick.Done(o), true
+}
+
+// Finish takes the current attempt's outcome (o.Elapsed after its start),
+// reports it through the attempt's pick and says whether another attempt may
+// follow (Loop.Finish). Out of order it does nothing.
+func (d *Drive) Finish(o Outcome) Step {
+	if d.loop.phase != phaseAttempt {
+		return Step{}
+	}
+	dec := d.loop.finish(&o)
+	return Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
+}
+
+// Abort ends the send now with err (Loop.Abort).
+func (d *Drive) Abort(err error) { d.loop.Abort(err) }
+
+// Pick returns the current (or last) attempt's pick.
+func (d *Drive) Pick() latency.Pick { return d.pick }
+
+// Loop returns the send's decision state: Done, Stop, Attempts, Elapsed,
+// BrokersSent and Result. Drive the send through the Drive, not the Loop.
+func (d *Drive) Loop() *Loop { return &d.loop }

@@ -1,0 +1,34 @@
+package producer
+
+import (
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// Strategy picks the queue of each attempt of a send through the
+// fault-tolerant path and learns what the attempt met through its pick
+// (latency.Pick.Done): the part of a selector the producer uses.
+// *latency.Strategy is the one mqfault provides; a user may plug another in
+// (or a mock: mocks.MockStrategy).
+//
+// Select is called on every attempt, possibly from many goroutines at once:
+// it must be safe for concurrent use and must not block. ok=false means the
+// publish info has no queue for the attempt (the send then fails with a
+// *RouteError). A pick whose Reporter is nil learns nothing.
+//
+// Mode says whose send loop the producer follows (retry codes, budgets,
+// index resets): latency.ModeV5 or latency.ModeV4.
+//
+// RouteChanged and RouteRemoved tell the strategy of every route the
+// producer installs or drops, before the first pick on a new one: the
+// strategy knows from them which brokers its routes name (and
+// *latency.Strategy drops the fault items of brokers none names). They may
+// block for a while; they are never called on the send path.
+type Strategy interface {
+	Select(info *route.PublishInfo, in latency.PickInfo) (latency.Pick, bool)
+	Mode() latency.Mode
+	RouteChanged(info *route.PublishInfo)
+	RouteRemoved(topic string)
+}
+
+var _ Strategy = (*latency.Strategy)(nil)
