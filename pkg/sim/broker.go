@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -128,6 +129,13 @@ type brokerSim struct {
 	rate, burst, tokens float64
 	last                int64
 
+	// send queue (queueWait > 0): a FIFO served at rate sends per second.
+	// free is when the server is next free (virtual ns, as a float64 so
+	// that 1e9/rate does not round off a little each send).
+	queueWait int64
+	service   float64 // ns one send occupies the server: 1e9/rate
+	free      float64
+
 	errDown, errTimeout, errFull error
 }
 
@@ -147,6 +155,9 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 		last:  0,
 	}
 	bs.tokens = bs.burst
+	if b.QueueWait > 0 && b.Capacity > 0 {
+		bs.queueWait, bs.service = int64(b.QueueWait), 1e9/b.Capacity
+	}
 	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportNotSent, Err: errRefused}
 	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportTimeout, Err: errNoReply}
 	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
@@ -199,6 +210,23 @@ func (b *brokerSim) stateAt(t int64) (State, *window) {
 	return StateUp, nil
 }
 
+// enqueue puts a send arriving at t in the broker's send queue. ok=true:
+// it is served after waiting wait (ns) behind the sends ahead of it. ok=false:
+// it would wait longer than queueWait; it is answered busy after waiting
+// queueWait, with ahead sends still queued before it then, and takes no
+// service. The queue is first in, first out: a send's service starts when
+// the ones ahead of it have been served.
+func (b *brokerSim) enqueue(t int64) (wait int64, ahead int, ok bool) {
+	start := max(b.free, float64(t))
+	w := start - float64(t)
+	if w > float64(b.queueWait) {
+		left := start - float64(t+b.queueWait) // service still queued ahead of it
+		return b.queueWait, max(int(math.Ceil(left/b.service)), 1), false
+	}
+	b.free = start + b.service
+	return int64(w), 0, true
+}
+
 // admit takes a token from the bucket at t; false means the broker is over
 // its capacity.
 func (b *brokerSim) admit(t int64) bool {
@@ -236,6 +264,15 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 		switch {
 		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Remark, o.Err = brokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
+		case b.queueWait > 0:
+			wait, ahead, ok := b.enqueue(t)
+			if !ok {
+				o.Elapsed = time.Duration(wait)
+				o.Remark, o.Err = b.queueFull(ahead)
+				o.Class, o.Code = producer.ClassBusy, SystemBusy
+				break
+			}
+			o.Elapsed += time.Duration(wait)
 		case !b.admit(t):
 			o.Class, o.Code, o.Remark, o.Err = producer.ClassBusy, SystemBusy, remarkFull, b.errFull
 		}
@@ -245,6 +282,15 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 	}
 	return o, st != StateUp, drew
 }
+
+// queueFull is the answer to a send that waited queueWait in the queue with
+// ahead sends still before it: RocketMQ's BrokerFastFailure answer.
+func (b *brokerSim) queueFull(ahead int) (remark string, err error) {
+	remark = remarkQueueTimeout(time.Duration(b.queueWait), ahead)
+	return remark, &producer.BrokerError{Broker: b.name(), Code: SystemBusy, Remark: remark}
+}
+
+func (b *brokerSim) name() string { return b.cfg.Name }
 
 // probe is what a detector probe of the broker answers at t: nil when
 // reachable, else the error a real probe would meet.
@@ -268,10 +314,12 @@ func (b *brokerSim) probe(t int64) error {
 	return nil
 }
 
-// The remarks of the simulated brokers' busy answers.
+// The remarks of the simulated brokers' busy answers: a busy event's, and
+// RocketMQ's when it refuses a request at once (a broker over its capacity
+// without a send queue).
 const (
 	remarkBusy = "[simulated] busy"
-	remarkFull = "[simulated] over capacity"
+	remarkFull = "[REJECTREQUEST]system busy, start flow control for a while"
 )
 
 // brokerClass is the class producer.Classify gives a broker's error answer
@@ -281,4 +329,12 @@ func brokerClass(code int) producer.Class {
 		return producer.ClassBusy
 	}
 	return producer.ClassBroker
+}
+
+// remarkQueueTimeout is the remark of a send that waited wait in the broker's
+// send queue with queued sends still before it, as RocketMQ's
+// BrokerFastFailure words it (the comma included).
+func remarkQueueTimeout(wait time.Duration, queued int) string {
+	return "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: " +
+		strconv.FormatInt(wait.Milliseconds(), 10) + "ms, size of queue: " + strconv.Itoa(queued)
 }

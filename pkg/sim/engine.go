@@ -24,6 +24,7 @@ const (
 	evSend       eventKind = iota // a sender starts a send
 	evAttemptEnd                  // a sender's attempt ends
 	evDetect                      // a detector round
+	evArrive                      // a send arrives (open load)
 )
 
 // event is one entry of the event queue. Events are ordered by time, then by
@@ -82,7 +83,8 @@ func (q *eventQueue) pop() event {
 	return top
 }
 
-// sender is one simulated producer thread.
+// sender is one simulated producer thread (closed load), or the slot of one
+// send in flight (open load).
 type sender struct {
 	drive  producer.Drive // the current send: pick, attempt, report, decide
 	start  int64          // when the current send started
@@ -112,8 +114,18 @@ type engine struct {
 	interval int64 // between two sends of one sender
 	end      int64 // no send starts at or after end
 	period   int64 // detector rounds; 0 when the strategy has no detector
-	active   int   // senders that will start another send
+	active   int   // senders that will start another send; open: sends in flight, plus 1 while arrivals go on
 	progress func(virtual int64)
+
+	// open load
+	arrivals *rand.Rand // the Poisson process: every strategy meets the same arrivals
+	nextAt   float64    // the next arrival, virtual ns
+	arrived  uint64     // sends arrived so far
+	openKey  uint64     // the draws' key of every send (the send number tells them apart)
+	free     []int32    // slots of senders not in flight
+
+	inFlight int  // sends started and not ended
+	atEnd    bool // the run's end (e.end) has been passed: m.inFlightAtEnd is set
 
 	m  metrics
 	tl *timeline
@@ -190,18 +202,22 @@ func (e *engine) schedule(at int64, kind eventKind, s int) {
 // run simulates until every send has ended, then closes the strategy.
 func (e *engine) run(ctx context.Context) error {
 	defer e.strat.Close()
-	n := e.sc.Senders
-	e.senders = make([]sender, n)
-	for i := range e.senders {
-		e.senders[i].key = senderKey(e.sc.Seed, i)
-	}
-	e.interval = int64(float64(n) / e.sc.Rate * 1e9)
-	e.interval = max(e.interval, 1)
-	for i := range n {
-		at := int64(float64(i) / e.sc.Rate * 1e9)
-		if at < e.end {
-			e.schedule(at, evSend, i)
-			e.active++
+	if e.sc.open() {
+		e.startArrivals()
+	} else {
+		n := e.sc.Senders
+		e.senders = make([]sender, n)
+		for i := range e.senders {
+			e.senders[i].key = senderKey(e.sc.Seed, i)
+		}
+		e.interval = int64(float64(n) / e.sc.Rate * 1e9)
+		e.interval = max(e.interval, 1)
+		for i := range n {
+			at := int64(float64(i) / e.sc.Rate * 1e9)
+			if at < e.end {
+				e.schedule(at, evSend, i)
+				e.active++
+			}
 		}
 	}
 	if e.period > 0 {
@@ -210,6 +226,10 @@ func (e *engine) run(ctx context.Context) error {
 	var reported int64 // the virtual time last reported to e.progress
 	for i := 0; e.active > 0 && len(e.queue) > 0; i++ {
 		ev := e.queue.pop()
+		if !e.atEnd && ev.at >= e.end {
+			e.atEnd = true
+			e.m.inFlightAtEnd = int64(e.inFlight)
+		}
 		if ev.at > e.now {
 			e.now = ev.at
 			e.clock.Set(Epoch.Add(time.Duration(ev.at)))
@@ -217,11 +237,10 @@ func (e *engine) run(ctx context.Context) error {
 		switch ev.kind {
 		case evSend:
 			s := &e.senders[ev.sender]
-			s.start = e.now
 			s.sends++
-			s.drawn = 0
-			s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
-			e.step(int(ev.sender))
+			e.begin(int(ev.sender))
+		case evArrive:
+			e.arrive()
 		case evAttemptEnd:
 			s := &e.senders[ev.sender]
 			// Finish reports the outcome through the pick: the fault update.
@@ -277,15 +296,84 @@ func (e *engine) step(i int) {
 		s.drawn++
 	}
 	s.out, s.broker = out, b
-	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, unhealthy)
+	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, isBusy(out), unhealthy)
 	e.schedule(e.now+int64(out.Elapsed), evAttemptEnd, i)
 }
 
-// endSend records sender i's send and schedules its next one.
+// begin starts a send on sender (or slot) i, whose key and send number are
+// set, at the engine's now.
+func (e *engine) begin(i int) {
+	s := &e.senders[i]
+	s.start = e.now
+	s.drawn = 0
+	s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
+	e.inFlight++
+	e.step(i)
+}
+
+// arrivalStream sets the open load's arrivals apart from the other streams
+// derived from a scenario's seed.
+const arrivalStream = 1 << 34
+
+// startArrivals schedules the open load's first arrival. The arrivals are a
+// Poisson process at the scenario's rate: exponential gaps drawn from a
+// stream of their own, so every strategy meets the same arrivals, and the
+// send number n of each has the same draws in every strategy.
+func (e *engine) startArrivals() {
+	seed := e.sc.Seed
+	e.arrivals = rand.New(rand.NewPCG(splitmix(seed, arrivalStream), splitmix(seed, arrivalStream+1)))
+	e.openKey = senderKey(seed, 0)
+	e.nextAt = e.arrivals.ExpFloat64() / e.sc.Rate * 1e9
+	if int64(e.nextAt) < e.end {
+		e.active++ // the arrival process
+		e.schedule(int64(e.nextAt), evArrive, -1)
+	}
+}
+
+// arrive starts the open load's next send, or sheds it when MaxInFlight
+// sends are in flight, and schedules the arrival after it.
+func (e *engine) arrive() {
+	e.arrived++
+	if e.inFlight >= MaxInFlight {
+		e.m.shedSend(e.now)
+	} else {
+		var i int
+		if n := len(e.free); n > 0 {
+			i = int(e.free[n-1])
+			e.free = e.free[:n-1]
+		} else {
+			e.senders = append(e.senders, sender{key: e.openKey})
+			i = len(e.senders) - 1
+		}
+		e.senders[i].sends = e.arrived
+		e.active++
+		e.begin(i)
+	}
+	e.nextAt += e.arrivals.ExpFloat64() / e.sc.Rate * 1e9
+	if at := int64(e.nextAt); at < e.end {
+		e.schedule(at, evArrive, -1)
+	} else {
+		e.active--
+	}
+}
+
+// endSend records sender i's send and schedules its next one (closed load),
+// or frees its slot (open load).
 func (e *engine) endSend(i int) {
 	s := &e.senders[i]
 	l := s.drive.Loop()
-	e.m.send(s.start, int64(l.Elapsed()), l.Stop() == producer.StopAnswered)
+	answered := l.Stop() == producer.StopAnswered
+	e.m.send(s.start, int64(l.Elapsed()), answered)
+	if !answered { // Result would build a success's broker list
+		_, err := l.Result()
+		e.m.sendEnded(err)
+	}
+	e.inFlight--
+	if e.sc.open() {
+		e.free = append(e.free, int32(i))
+		e.active--
+		return
+	}
 	next := max(e.now, s.start+e.interval)
 	if next >= e.end {
 		e.active--
@@ -293,3 +381,6 @@ func (e *engine) endSend(i int) {
 	}
 	e.schedule(next, evSend, i)
 }
+
+// isBusy reports whether an attempt's outcome is a flow-control answer.
+func isBusy(o producer.Outcome) bool { return o.Class == producer.ClassBusy }

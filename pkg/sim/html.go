@@ -27,6 +27,8 @@ type perSecond struct {
 var perSecondCharts = []perSecond{
 	{"Sends started per second", "sends/s", func(s *Series) []int64 { return s.Sends }},
 	{"Failed sends per second (counted in the second they started)", "failed sends/s", func(s *Series) []int64 { return s.Failed }},
+	{"Retries per second (counted in the second they started)", "retries/s", func(s *Series) []int64 { return s.Retries }},
+	{"Attempts answered busy (SYSTEM_BUSY) per second", "busy answers/s", func(s *Series) []int64 { return s.Busy }},
 }
 
 type htmlSwatch struct {
@@ -38,6 +40,7 @@ type htmlRow struct {
 	Name, Summary                                  string
 	Sends, Succeeded, Failed, Attempts, FirstFails int64
 	P50, P99, P999, Max, Unhealthy                 string
+	Retries, Refused, Busy, Shed, InFlight         int64
 }
 
 type htmlEvent struct {
@@ -63,6 +66,7 @@ type htmlStrategy struct {
 type htmlPage struct {
 	Title       string
 	Summary     string
+	Open        bool // the scenario's load is open: the table has its columns
 	Events      []htmlEvent
 	Rows        []htmlRow
 	Brokers     []htmlSwatch
@@ -94,7 +98,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0],
 		TimelineKey: timelineKey{Isolated: cssColor(isolatedColor), Release: cssColor(releaseColor), Unreachable: cssColor(unreachableCol), Fault: cssColor(laneFault)},
-		FaultBand:   cssColor(faultBand)}
+		FaultBand:   cssColor(faultBand), Open: sc.open()}
 	index := map[string]int{}
 	for i, b := range sc.Brokers {
 		index[b.Name] = i
@@ -110,6 +114,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
 			P50: fmtMS(res.Latency.P50), P99: fmtMS(res.Latency.P99), P999: fmtMS(res.Latency.P999), Max: fmtMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
+			Retries:   res.Retries, Refused: res.RetriesRefused, Busy: res.BusyAnswers, Shed: res.Shed, InFlight: res.InFlightAtEnd,
 		})
 	}
 	seconds := r.Results[0].Series.Seconds
@@ -468,11 +473,12 @@ svg { display: block; width: 100%; max-width: 56em; height: auto; }
 {{range .Events}}<tr><td><span class="sw" style="background:{{.Color}}"></span>{{.Broker}}</td><td>{{.Window}}</td><td class="w">{{.What}}</td></tr>
 {{end}}</table></div>{{end}}
 <div class="scroll"><table>
-<tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th></tr>
-{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td><td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td></tr>
+<tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}</tr>
+{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td><td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}</tr>
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
-slow, busy or flapping-down at that moment. Every strategy met the same brokers, faults and seed. Every chart has the same time axis;
+slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused.
+{{if .Open}}Open load: shed sends arrived while the in-flight bound was reached and failed at once (not in the latencies); in flight at end: sends still going when the duration ran out. {{end}}Every strategy met the same brokers, faults and seed. Every chart has the same time axis;
 <span class="sw" style="background:{{.FaultBand}}"></span>grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>
 {{define "chart"}}<h3>{{.Title}}</h3>
 {{if .Legend}}<p class="legend">{{range .Legend}}<span class="e"><span class="ln{{if .Dashed}} dash{{end}}" style="border-top-color:{{.Color}}"></span>{{.Name}}{{if .Note}} <em>({{.Note}})</em>{{end}}</span> {{end}}</p>

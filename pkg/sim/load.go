@@ -35,11 +35,12 @@ func LoadFile(path string) (*Scenario, error) {
 //	name: example
 //	duration: 90s          # virtual time
 //	seed: 1
-//	senders: 8             # concurrent senders
+//	load: closed           # or open: Poisson arrivals at rate, no senders
+//	senders: 8             # concurrent senders (closed load only)
 //	rate: 2000             # sends per second, all senders together
 //	send_timeout: 3s
 //	brokers:
-//	  - {name: broker-a, queues: 4, latency: {median: 3ms, p99: 20ms}, capacity: 1500}
+//	  - {name: broker-a, queues: 4, latency: {median: 3ms, p99: 20ms}, capacity: 1500, queue_wait: 200ms}
 //	events:
 //	  - {broker: broker-a, at: 10s, for: 30s, state: down}
 //
@@ -62,7 +63,7 @@ func Parse(data []byte) (*Scenario, error) {
 		}
 		return nil, fieldError(*prob)
 	}
-	d := &decoder{yamldoc.Decoder{RootName: "(scenario)", Max: maxErrors}}
+	d := &decoder{Decoder: yamldoc.Decoder{RootName: "(scenario)", Max: maxErrors}}
 	s := &Scenario{}
 	d.scenario(root, s)
 	// Check the values too, leaving out what the decoder already refused: a
@@ -77,6 +78,11 @@ func Parse(data []byte) (*Scenario, error) {
 	}
 	p.dropped = d.Dropped()
 	s.validate(&p)
+	if s.open() && d.senders && s.Senders == 0 {
+		// Validate sees an absent field as 0: an explicit 0 is still a
+		// senders field an open load must not have.
+		p.add("senders", "an open load has no senders (sends start at rate whatever earlier sends did): leave the field out")
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -88,11 +94,14 @@ func fieldError(p yamldoc.Problem) *FieldError {
 }
 
 // decoder turns YAML nodes into a Scenario.
-type decoder struct{ yamldoc.Decoder }
+type decoder struct {
+	yamldoc.Decoder
+	senders bool // the scenario has a senders field
+}
 
 var (
-	scenarioFields = []string{"name", "duration", "seed", "senders", "rate", "send_timeout", "brokers", "events"}
-	brokerFields   = []string{"name", "queues", "latency", "capacity"}
+	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "brokers", "events"}
+	brokerFields   = []string{"name", "queues", "latency", "capacity", "queue_wait"}
 	latencyFields  = []string{"median", "p99"}
 	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "probe"}
 )
@@ -106,8 +115,11 @@ func (d *decoder) scenario(n *yaml.Node, s *Scenario) {
 			s.Duration = d.Duration(v, path)
 		case "seed":
 			s.Seed = d.Uint(v, path)
+		case "load":
+			s.Load = Load(d.String(v, path))
 		case "senders":
 			s.Senders = d.Int(v, path)
+			d.senders = true
 		case "rate":
 			s.Rate = d.Float(v, path)
 		case "send_timeout":
@@ -135,6 +147,8 @@ func (d *decoder) broker(n *yaml.Node, path string) Broker {
 			b.Latency = d.latency(v, path)
 		case "capacity":
 			b.Capacity = d.Float(v, path)
+		case "queue_wait":
+			b.QueueWait = d.Duration(v, path)
 		}
 	})
 	return b

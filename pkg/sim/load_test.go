@@ -91,7 +91,7 @@ func TestParseErrors(t *testing.T) {
 		{"no brokers", replace("brokers:\n  - {name: broker-a, queues: 4, latency: {median: 3ms, p99: 20ms}, capacity: 1500}\n  - {name: broker-b, queues: 4, latency: {median: 3ms, p99: 20ms}}\n", "brokers: []\n"),
 			"brokers: missing"},
 		{"brokers a mapping", replace("brokers:\n  -", "brokers: {a: 1}\nx:\n  -"), "brokers: is a mapping, want a list"},
-		{"broker unknown field", replace("capacity: 1500}", "capcity: 1500}"), "line 8: brokers[0].capcity: unknown field (want one of name, queues, latency, capacity)"},
+		{"broker unknown field", replace("capacity: 1500}", "capcity: 1500}"), "line 8: brokers[0].capcity: unknown field (want one of name, queues, latency, capacity, queue_wait)"},
 		{"broker name missing", replace("{name: broker-a, ", "{"), "brokers[0].name: missing"},
 		{"broker name odd", replace("{name: broker-a,", "{name: broker a,"), `brokers[0].name: "broker a" may hold only letters`},
 		{"broker name repeated", replace("{name: broker-b, queues: 4", "{name: broker-a, queues: 4"), `line 9: brokers[1].name: "broker-a" is also the name of brokers[0]`},

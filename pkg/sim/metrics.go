@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"time"
 )
@@ -11,6 +13,8 @@ type metrics struct {
 	attempts, firstFailures      int64
 	unhealthy                    int64
 	brokerAttempts, brokerFailed []int64
+	retries, refused, busy       int64
+	shed, inFlightAtEnd          int64
 
 	lat    []int64 // every send's whole latency, ns
 	latSec []int32 // the second each send started in
@@ -20,6 +24,8 @@ type metrics struct {
 	perSec   []int32 // attempts per second and broker: perSec[sec*brokers+b]
 	started  []int64 // sends started per second
 	failures []int64 // sends failed per second (by start)
+	retrySec []int64 // retries started per second
+	busySec  []int64 // attempts started per second that were answered busy
 }
 
 func (m *metrics) init(sc *Scenario, brokers int) {
@@ -32,9 +38,13 @@ func (m *metrics) init(sc *Scenario, brokers int) {
 	m.perSec = make([]int32, m.seconds*brokers)
 	m.started = make([]int64, m.seconds)
 	m.failures = make([]int64, m.seconds)
+	m.retrySec = make([]int64, m.seconds)
+	m.busySec = make([]int64, m.seconds)
+	// An open load's count is a Poisson draw: room for four deviations more.
 	expected := int(sc.Rate * sc.Duration.Seconds())
-	m.lat = make([]int64, 0, expected+sc.Senders)
-	m.latSec = make([]int32, 0, expected+sc.Senders)
+	expected += sc.Senders + 4*int(math.Sqrt(float64(expected))) + 16
+	m.lat = make([]int64, 0, expected)
+	m.latSec = make([]int32, 0, expected)
 }
 
 func (m *metrics) second(at int64) int {
@@ -42,9 +52,19 @@ func (m *metrics) second(at int64) int {
 }
 
 // attempt records an attempt started at at on broker b; number counts the
-// send's attempts from 0.
-func (m *metrics) attempt(at int64, b, number int, failed, unhealthy bool) {
+// send's attempts from 0 (so number > 0 is a retry), busy says the broker
+// answered it with flow control.
+func (m *metrics) attempt(at int64, b, number int, failed, busy, unhealthy bool) {
 	m.attempts++
+	sec := m.second(at)
+	if number > 0 {
+		m.retries++
+		m.retrySec[sec]++
+	}
+	if busy {
+		m.busy++
+		m.busySec[sec]++
+	}
 	m.brokerAttempts[b]++
 	if failed {
 		m.brokerFailed[b]++
@@ -55,7 +75,33 @@ func (m *metrics) attempt(at int64, b, number int, failed, unhealthy bool) {
 	if unhealthy {
 		m.unhealthy++
 	}
-	m.perSec[m.second(at)*m.brokers+b]++
+	m.perSec[sec*m.brokers+b]++
+}
+
+// shedSend records a send that arrived at at while MaxInFlight sends were
+// in flight: it failed at once, no attempt made. It is a send and a failed
+// send, not a latency: nothing was tried.
+func (m *metrics) shedSend(at int64) {
+	m.sends++
+	m.failed++
+	m.shed++
+	sec := m.second(at)
+	m.started[sec]++
+	m.failures[sec]++
+}
+
+// retryRefusal is what the error of a send whose retry a retry budget
+// refused says: an error in its chain (errors.As) with RetryRefused
+// returning true. The send ended with its last attempt's error.
+type retryRefusal interface{ RetryRefused() bool }
+
+// sendEnded records what the loop said of a send that ended (after send):
+// whether a retry budget refused its retry.
+func (m *metrics) sendEnded(err error) {
+	var r retryRefusal
+	if err != nil && errors.As(err, &r) && r.RetryRefused() {
+		m.refused++
+	}
 }
 
 // send records a send started at start that took elapsed.
@@ -96,12 +142,18 @@ func (m *metrics) result(spec Strategy, sc *Scenario) Result {
 		Attempts:             m.attempts,
 		FirstAttemptFailures: m.firstFailures,
 		UnhealthyAttempts:    m.unhealthy,
+		Retries:              m.retries,
+		RetriesRefused:       m.refused,
+		BusyAnswers:          m.busy,
+		Shed:                 m.shed,
+		InFlightAtEnd:        m.inFlightAtEnd,
 	}
 	for i, b := range sc.Brokers {
 		r.Brokers = append(r.Brokers, BrokerResult{Name: b.Name, Attempts: m.brokerAttempts[i], Failures: m.brokerFailed[i]})
 	}
 	// Per-second p99 first: it needs the sends grouped by second.
-	series := Series{Seconds: m.seconds, P99: make([]time.Duration, m.seconds), Sends: m.started, Failed: m.failures}
+	series := Series{Seconds: m.seconds, P99: make([]time.Duration, m.seconds), Sends: m.started, Failed: m.failures,
+		Retries: m.retrySec, Busy: m.busySec}
 	bySec := make([][]int64, m.seconds)
 	for i, l := range m.lat {
 		s := m.latSec[i]

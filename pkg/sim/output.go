@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,11 @@ type jsonStrategy struct {
 	Failed               int64                 `json:"failed"`
 	Attempts             int64                 `json:"attempts"`
 	FirstAttemptFailures int64                 `json:"first_attempt_failures"`
+	Retries              int64                 `json:"retries"`
+	RetriesRefused       int64                 `json:"retries_refused"`
+	BusyAnswers          int64                 `json:"busy_answers"`
+	Shed                 *int64                `json:"shed,omitempty"`             // open load only
+	InFlightAtEnd        *int64                `json:"in_flight_at_end,omitempty"` // open load only
 	LatencyMS            jsonLatency           `json:"latency_ms"`
 	Brokers              map[string]jsonBroker `json:"brokers"` // encoding/json sorts the keys
 }
@@ -50,6 +56,8 @@ func ms(d time.Duration) float64 {
 //
 //	{"scenario": NAME, "seed": N, "strategies": [{"name": ..., "sends": N,
 //	  "succeeded": N, "failed": N, "attempts": N, "first_attempt_failures": N,
+//	  "retries": N, "retries_refused": N, "busy_answers": N,
+//	  ["shed": N, "in_flight_at_end": N,]  (open load only)
 //	  "latency_ms": {"p50": X, "p99": X, "p999": X, "max": X},
 //	  "brokers": {NAME: {"attempts": N, "failures": N}}}, ...]}
 //
@@ -64,9 +72,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		s := jsonStrategy{
 			Name: res.Name, Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstAttemptFailures: res.FirstAttemptFailures,
+			Retries: res.Retries, RetriesRefused: res.RetriesRefused, BusyAnswers: res.BusyAnswers,
 			LatencyMS: jsonLatency{P50: ms(res.Latency.P50), P99: ms(res.Latency.P99),
 				P999: ms(res.Latency.P999), Max: ms(res.Latency.Max)},
 			Brokers: make(map[string]jsonBroker, len(res.Brokers)),
+		}
+		if r.Scenario != nil && r.Scenario.open() {
+			s.Shed, s.InFlightAtEnd = &res.Shed, &res.InFlightAtEnd
 		}
 		for _, b := range res.Brokers {
 			s.Brokers[b.Name] = jsonBroker{Attempts: b.Attempts, Failures: b.Failures}
@@ -93,8 +105,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the scenario's summary and one row per strategy: sends,
 // succeeded, failed, attempts, first-attempt failures, whole-send latency
-// percentiles in milliseconds and the share of attempts that met an
-// unhealthy broker. Everything it writes is the same for one seed.
+// percentiles in milliseconds, the share of attempts that met an unhealthy
+// broker, retries made, retries a retry budget refused and attempts answered
+// busy; under an open load also the sends shed and the sends in flight when
+// the duration ran out. Everything it writes is the same for one seed.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	if sc := r.Scenario; sc != nil {
@@ -107,19 +121,32 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, res := range r.Results {
 		width = max(width, len(res.Name))
 	}
+	open := r.Scenario != nil && r.Scenario.open()
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\t\n", width, "strategy")
+	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\tretries\trefused retries\tbusy answers\t", width, "strategy")
+	if open {
+		fmt.Fprint(tw, "shed\tin flight at end\t")
+	}
+	fmt.Fprint(tw, "\n")
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n",
+		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t",
 			width, res.Name, res.Sends, res.Succeeded, res.Failed, res.Attempts, res.FirstAttemptFailures,
 			fmtMS(res.Latency.P50), fmtMS(res.Latency.P99), fmtMS(res.Latency.P999), fmtMS(res.Latency.Max),
-			100*res.UnhealthyShare())
+			100*res.UnhealthyShare(), res.Retries, res.RetriesRefused, res.BusyAnswers)
+		if open {
+			fmt.Fprintf(tw, "%d\t%d\t", res.Shed, res.InFlightAtEnd)
+		}
+		fmt.Fprint(tw, "\n")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
-		"down, blackholed, slow, busy or flapping-down at that moment. Every strategy met the same brokers and seed.\n")
+		"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	if open {
+		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
+	}
+	b.WriteString("Every strategy met the same brokers and seed.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -140,8 +167,17 @@ func fmtMS(d time.Duration) string {
 // one line per event.
 func (s *Scenario) Summary(seed uint64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario %q: %d brokers, %d queues, %s of virtual time, %d senders at %g sends/s, send timeout %s, seed %d\n",
-		s.Name, len(s.Brokers), s.Queues(), s.Duration, s.Senders, s.Rate, s.sendTimeout(), seed)
+	load := fmt.Sprintf("%d senders at %g sends/s", s.Senders, s.Rate)
+	if s.open() {
+		load = fmt.Sprintf("open load at %g sends/s (Poisson)", s.Rate)
+	}
+	fmt.Fprintf(&b, "scenario %q: %d brokers, %d queues, %s of virtual time, %s, send timeout %s, seed %d\n",
+		s.Name, len(s.Brokers), s.Queues(), s.Duration, load, s.sendTimeout(), seed)
+	for _, br := range s.Brokers {
+		if br.QueueWait > 0 {
+			fmt.Fprintf(&b, "  %s serves %g sends/s, a send queue of at most %s\n", br.Name, br.Capacity, br.QueueWait)
+		}
+	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "  %6s..%-6s %-10s %s\n", fmtSec(e.At), fmtSec(e.End()), e.Broker, e.describe())
 	}

@@ -25,6 +25,24 @@ type Result struct {
 	// that moment was not up (down, blackhole, slow, busy, or flapping
 	// while down). Capacity is not a state: a broker over it is up.
 	UnhealthyAttempts int64
+	// Retries counts the attempts after a send's first.
+	Retries int64
+	// RetriesRefused counts the sends whose retry a retry budget refused
+	// (the send's error says so: an error in its chain with a method
+	// RetryRefused() bool that returns true); 0 for strategies without
+	// one.
+	RetriesRefused int64
+	// BusyAnswers counts attempts the broker answered with flow control
+	// (SYSTEM_BUSY: a busy event's code 2, a broker over its capacity, a
+	// send that waited out the broker's queue).
+	BusyAnswers int64
+	// Shed counts the sends of an open load that arrived while MaxInFlight
+	// sends were in flight: they failed at once (they are in Sends and
+	// Failed, not in Latency). Always 0 under a closed load.
+	Shed int64
+	// InFlightAtEnd counts the sends started and not ended when the
+	// scenario's duration ran out (they then finished).
+	InFlightAtEnd int64
 	// Latency holds percentiles of whole sends, retries included, failed
 	// sends too.
 	Latency Percentiles
@@ -76,6 +94,9 @@ type Series struct {
 	// P99 holds the 99th percentile latency of the sends started in each
 	// second (0 for a second with none).
 	P99 []time.Duration
+	// Retries and Busy hold the retries started per second, and the
+	// attempts started per second that were answered busy.
+	Retries, Busy []int64
 }
 
 // Share returns broker b's share of the attempts made in second s, and

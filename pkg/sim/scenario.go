@@ -27,6 +27,26 @@ const (
 	MaxBrokers     = 256
 	MaxQueues      = 1024 // per broker
 	MaxEvents      = 10000
+	// MaxInFlight bounds the sends in flight at once under an open load
+	// (per strategy). An arrival past it is shed: it fails at once, as a
+	// producer's bound on outstanding requests refuses it, so a retry
+	// storm cannot grow the run's memory without bound.
+	MaxInFlight = 65536
+)
+
+// Load is how sends arrive.
+type Load string
+
+// The loads a scenario may have.
+const (
+	// LoadClosed (the default) is a closed loop: Senders senders, each
+	// starting a send every Senders/Rate seconds or when its previous send
+	// ends if that is later. Slow sends slow the traffic down.
+	LoadClosed Load = "closed"
+	// LoadOpen is an open loop: sends start as a Poisson process at Rate,
+	// whatever happened to earlier sends, so slow sends and retries pile
+	// up in flight instead of slowing the traffic down.
+	LoadOpen Load = "open"
 )
 
 // Scenario is one simulated run's world: how long it lasts, how hard the
@@ -42,11 +62,16 @@ type Scenario struct {
 	// Seed drives every random draw (latencies, busy answers, the
 	// round-robin index). Equal seeds give equal runs.
 	Seed uint64
-	// Senders is the number of concurrent senders (producer threads).
+	// Load is how sends arrive: LoadClosed (also when empty) or LoadOpen.
+	Load Load
+	// Senders is the number of concurrent senders (producer threads) of a
+	// closed load. An open load has none (it must be 0).
 	Senders int
-	// Rate is the sends per second of all senders together: each sender
-	// starts a send every Senders/Rate seconds, or when its previous send
-	// ends if that is later (a sender never catches up on missed sends).
+	// Rate is the sends per second. Under a closed load, of all senders
+	// together: each sender starts a send every Senders/Rate seconds, or
+	// when its previous send ends if that is later (a sender never catches
+	// up on missed sends). Under an open load, the mean rate of the
+	// Poisson process of sends.
 	Rate float64
 	// SendTimeout is every send's whole budget, retries included
 	// (producer.Config.Timeout; the reference's 3 s when zero).
@@ -70,6 +95,14 @@ type Broker struct {
 	// SYSTEM_BUSY (code 2), as a flow-controlled RocketMQ broker does.
 	// Zero means unlimited.
 	Capacity float64
+	// QueueWait, when positive, replaces the token bucket by RocketMQ's
+	// send queue: the broker serves Capacity sends per second in arrival
+	// order, a send waits in the queue until the ones ahead of it are
+	// served (its latency grows by the wait), and a send that would wait
+	// longer than QueueWait is answered SYSTEM_BUSY with remark
+	// [TIMEOUT_CLEAN_QUEUE] after waiting QueueWait (the broker's
+	// waitTimeMillsInSendQueue, 200 ms by default). It needs a Capacity.
+	QueueWait time.Duration
 }
 
 // Latency is a log-normal latency distribution given by its median and its
@@ -236,13 +269,24 @@ func (s *Scenario) validate(p *problems) {
 	case s.Duration > MaxDuration:
 		p.add("duration", "%s is longer than %s", s.Duration, MaxDuration)
 	}
+	open := s.Load == LoadOpen
+	switch s.Load {
+	case "", LoadClosed, LoadOpen:
+	default:
+		p.add("load", "%q is not one of %s, %s", s.Load, LoadClosed, LoadOpen)
+	}
 	switch {
+	case open && s.Senders != 0:
+		p.add("senders", "an open load has no senders (sends start at rate whatever earlier sends did): leave the field out")
+	case open:
 	case s.Senders < 1:
 		p.add("senders", "%d must be at least 1", s.Senders)
 	case s.Senders > MaxSenders:
 		p.add("senders", "%d is more than %d", s.Senders, MaxSenders)
 	}
 	switch {
+	case open && s.Rate == 0:
+		p.add("rate", "missing (an open load needs the mean sends per second of its arrivals)")
 	case math.IsNaN(s.Rate) || s.Rate <= 0:
 		p.add("rate", "%v must be positive (sends per second)", s.Rate)
 	case s.Rate > MaxRate:
@@ -282,6 +326,14 @@ func (s *Scenario) validate(p *problems) {
 		b.Latency.validate(p, path+".latency")
 		if math.IsNaN(b.Capacity) || math.IsInf(b.Capacity, 0) || b.Capacity < 0 {
 			p.add(path+".capacity", "%v must be 0 (unlimited) or a positive number of sends per second", b.Capacity)
+		}
+		switch {
+		case b.QueueWait < 0:
+			p.add(path+".queue_wait", "%s must be positive (how long a send may wait in the broker's queue)", b.QueueWait)
+		case b.QueueWait > MaxSendTimeout:
+			p.add(path+".queue_wait", "%s is longer than %s", b.QueueWait, MaxSendTimeout)
+		case b.QueueWait > 0 && b.Capacity == 0:
+			p.add(path+".queue_wait", "a send queue needs a capacity (the sends per second the broker serves)")
 		}
 	}
 	if len(s.Events) > MaxEvents {
@@ -413,6 +465,9 @@ func (s *Scenario) sendTimeout() time.Duration {
 	}
 	return 3 * time.Second
 }
+
+// open reports whether the scenario's load is open.
+func (s *Scenario) open() bool { return s.Load == LoadOpen }
 
 // Queues returns the total number of queues of the scenario's brokers.
 func (s *Scenario) Queues() int {
