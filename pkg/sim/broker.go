@@ -213,15 +213,15 @@ func (b *brokerSim) stateAt(t int64) (State, *window) {
 // enqueue puts a send arriving at t in the broker's send queue. ok=true:
 // it is served after waiting wait (ns) behind the sends ahead of it. ok=false:
 // it would wait longer than queueWait; it is answered busy after waiting
-// queueWait, with ahead sends still queued before it then, and takes no
-// service. The queue is first in, first out: a send's service starts when
-// the ones ahead of it have been served.
+// queueWait and takes no service (the broker drops it from the queue). ahead
+// is how many sends were queued ahead of it when it arrived (the one in
+// service included). The queue is first in, first out: a send's service
+// starts when the ones ahead of it have been served.
 func (b *brokerSim) enqueue(t int64) (wait int64, ahead int, ok bool) {
 	start := max(b.free, float64(t))
 	w := start - float64(t)
 	if w > float64(b.queueWait) {
-		left := start - float64(t+b.queueWait) // service still queued ahead of it
-		return b.queueWait, max(int(math.Ceil(left/b.service)), 1), false
+		return b.queueWait, int(math.Ceil(w / b.service)), false
 	}
 	b.free = start + b.service
 	return int64(w), 0, true
@@ -283,8 +283,10 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 	return o, st != StateUp, drew
 }
 
-// queueFull is the answer to a send that waited queueWait in the queue with
-// ahead sends still before it: RocketMQ's BrokerFastFailure answer.
+// queueFull is the answer to a send that waited queueWait in the queue,
+// having found ahead sends queued before it: RocketMQ's BrokerFastFailure
+// answer (whose size of queue is the queue's length when it answers; the
+// simulator gives the length the send joined), its remark and its error.
 func (b *brokerSim) queueFull(ahead int) (remark string, err error) {
 	remark = remarkQueueTimeout(time.Duration(b.queueWait), ahead)
 	return remark, &producer.BrokerError{Broker: b.name(), Code: SystemBusy, Remark: remark}
@@ -332,7 +334,7 @@ func brokerClass(code int) producer.Class {
 }
 
 // remarkQueueTimeout is the remark of a send that waited wait in the broker's
-// send queue with queued sends still before it, as RocketMQ's
+// send queue, which held queued sends when it joined, as RocketMQ's
 // BrokerFastFailure words it (the comma included).
 func remarkQueueTimeout(wait time.Duration, queued int) string {
 	return "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: " +
