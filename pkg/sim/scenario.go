@@ -269,13 +269,15 @@ func (s *Scenario) validate(p *problems) {
 	case s.Duration > MaxDuration:
 		p.add("duration", "%s is longer than %s", s.Duration, MaxDuration)
 	}
-	open := s.Load == LoadOpen
+	open, known := s.Load == LoadOpen, true
 	switch s.Load {
 	case "", LoadClosed, LoadOpen:
 	default:
+		known = false
 		p.add("load", "%q is not one of %s, %s", s.Load, LoadClosed, LoadOpen)
 	}
 	switch {
+	case !known: // whether it needs senders is unknown
 	case open && s.Senders != 0:
 		p.add("senders", "an open load has no senders (sends start at rate whatever earlier sends did): leave the field out")
 	case open:
