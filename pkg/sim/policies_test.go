@@ -139,6 +139,29 @@ func TestLimitScenarios(t *testing.T) {
 				t.Errorf("failed sends: mqfault %d, without the isolation cap %d; want the cap's cost (5 times or more)", mq.Failed, noCap.Failed)
 			}
 		}},
+		{"short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noCap Result) {
+			// One broker short under an open load with send queues: every
+			// busy answer comes after 200 ms in a full queue, and every
+			// retry of one is another arrival at a full queue. The
+			// isolation cap keeps half the brokers in service, so the
+			// preset retries into the full queues twice as often as v5
+			// (a retry storm) and fails several times its sends; without
+			// the cap it fails fewer than v5. Busy answers must be load,
+			// not failure (issue 15), before this can be won.
+			t.Logf("retries/busy answers: v5 %d/%d, v5+detector %d/%d, mqfault %d/%d, without the cap %d/%d",
+				v5.Retries, v5.BusyAnswers, v5d.Retries, v5d.BusyAnswers, mq.Retries, mq.BusyAnswers, noCap.Retries, noCap.BusyAnswers)
+			if mq.Failed <= v5.Failed || noCap.Failed > v5.Failed {
+				t.Errorf("failed sends: mqfault %d, v5 %d, without the cap %d; want the cap's cost (more than v5, and no more without it)",
+					mq.Failed, v5.Failed, noCap.Failed)
+			}
+			if mq.BusyAnswers < 2*v5.BusyAnswers || mq.Retries < 2*v5.Retries {
+				t.Errorf("mqfault: %d busy answers, %d retries; v5 %d, %d; want the storm (twice v5's or more)",
+					mq.BusyAnswers, mq.Retries, v5.BusyAnswers, v5.Retries)
+			}
+			if v5.Latency.P99 < 3*200*time.Millisecond {
+				t.Errorf("v5 p99 = %v, want at least 600ms: three attempts that each waited out a 200ms queue", v5.Latency.P99)
+			}
+		}},
 	}
 	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault")
 	if err != nil {
