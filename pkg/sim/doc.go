@@ -16,25 +16,36 @@
 // A run has one event queue ordered by virtual time, ties broken by the
 // order in which events were scheduled, so one seed gives one run.
 //
-//   - Senders are simulated producer threads. Each sends synchronously, one
-//     send after another, starting a send every Senders/Rate seconds, or
-//     when its previous send ends if that is later; it never catches up on
-//     sends it missed while waiting. Slow sends therefore lower the number
-//     of sends, as they would in a real producer.
+//   - A closed load (the default, Scenario.Load LoadClosed): senders are
+//     simulated producer threads. Each sends synchronously, one send after
+//     another, starting a send every Senders/Rate seconds, or when its
+//     previous send ends if that is later; it never catches up on sends it
+//     missed while waiting. Slow sends therefore lower the number of sends,
+//     as they would in a real producer.
+//   - An open load (LoadOpen): sends start as a Poisson process at Rate
+//     (exponential gaps from a stream of their own, the same in every
+//     strategy), whatever happened to earlier sends, so slow sends and
+//     retries pile up in flight instead of slowing the traffic down. At
+//     most MaxInFlight sends are in flight; an arrival past that is shed
+//     (failed at once, counted in Result.Shed).
 //   - A send is a producer.Drive stepped per event: Next, then Start (the
 //     strategy's pick at the virtual now), then the attempt, whose outcome
 //     arrives as an event after its elapsed time; Finish reports it through
-//     the pick (the strategy's rules make the fault update) and decides
-//     whether to retry — the same helper the producer and the trace runner
-//     drive.
+//     the pick (the strategy's rules make the fault update; a busy answer's
+//     code and remark reach it in latency.Outcome) and decides whether to
+//     retry — the same helper the producer and the trace runner drive.
 //   - An attempt meets its broker's state at the moment it starts: up (a
 //     log-normal latency through the broker's median and p99), down
 //     (connection refused after 1 ms), blackhole (no answer: the attempt
 //     runs into its Plan.Timeout), slow (the event's latency), busy (the
 //     event's code at the event's rate), flapping (down for the first half
 //     of each period, up for the second). A broker with a capacity answers
-//     SYSTEM_BUSY (code 2) beyond it (a token bucket of 50 ms worth of
-//     sends). An answer later than the attempt's timeout is a timeout. A
+//     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
+//     of 50 ms worth of sends); with a queue_wait it queues instead:
+//     RocketMQ's send queue, served first in, first out at Capacity sends a
+//     second, a send's latency growing by its wait, and a send that would
+//     wait longer than QueueWait answered SYSTEM_BUSY
+//     ([TIMEOUT_CLEAN_QUEUE]) after waiting QueueWait. An answer later than the attempt's timeout is a timeout. A
 //     timeout is seen 1 ms after its deadline, as a real timer fires a
 //     little late.
 //   - Detector: for strategies with one, a round (Strategy.DetectRound) runs
@@ -48,8 +59,10 @@
 // # What a run records
 //
 // Per strategy (Result): counts, latency percentiles, per-broker attempts,
-// a Series per second of virtual time (sends started, failed sends, p99,
-// attempts per broker) and a Timeline per broker: the spans its fault table
+// retries, retries a retry budget refused, busy answers (and under an open
+// load the sends shed and those in flight when the duration ran out), a
+// Series per second of virtual time (sends started, failed sends, retries,
+// busy answers, p99, attempts per broker) and a Timeline per broker: the spans its fault table
 // held it isolated or unreachable, sampled after every fault update, on
 // every isolation expiry and on every probe that changed its reachability
 // (through Env.Observer), never on the pick path. Report.WriteHTML draws
