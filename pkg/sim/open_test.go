@@ -277,3 +277,52 @@ func TestRetryStormTerminates(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoadOutput: the open-load columns appear in the table, the JSON
+// and the HTML report of an open load, and only there; the report charts
+// retries and busy answers per second.
+func TestOpenLoadOutput(t *testing.T) {
+	strategies, err := SelectStrategies("v5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := mustRun(t, openScenario(200, 2*time.Second), WithStrategies(strategies...))
+	closedSc := openScenario(200, 2*time.Second)
+	closedSc.Load, closedSc.Senders = LoadClosed, 2
+	closed := mustRun(t, closedSc, WithStrategies(strategies...))
+	for _, tt := range []struct {
+		rep  *Report
+		open bool
+	}{{open, true}, {closed, false}} {
+		var table, page strings.Builder
+		if err := tt.rep.WriteTable(&table); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.rep.WriteHTML(&page); err != nil {
+			t.Fatal(err)
+		}
+		js := string(jsonOf(t, tt.rep))
+		for _, c := range []struct{ where, text, what string }{
+			{table.String(), "refused retries  busy answers", "table"},
+			{page.String(), `<th class="n">busy answers</th>`, "HTML"},
+			{page.String(), "Retries per second", "HTML"},
+			{page.String(), "Attempts answered busy (SYSTEM_BUSY) per second", "HTML"},
+			{js, `"busy_answers": 0`, "JSON"},
+			{js, `"retries_refused": 0`, "JSON"},
+		} {
+			if !strings.Contains(c.where, c.text) {
+				t.Errorf("open=%v: the %s lacks %q", tt.open, c.what, c.text)
+			}
+		}
+		for _, c := range []struct{ where, text, what string }{
+			{table.String(), "in flight at end", "table"},
+			{page.String(), `<th class="n">in flight at end</th>`, "HTML"},
+			{js, `"in_flight_at_end"`, "JSON"},
+			{js, `"shed"`, "JSON"},
+		} {
+			if strings.Contains(c.where, c.text) != tt.open {
+				t.Errorf("open=%v: the %s holds %q: %v, want %v", tt.open, c.what, c.text, !tt.open, tt.open)
+			}
+		}
+	}
+}

@@ -50,11 +50,12 @@ func jsonOf(t testing.TB, rep *Report) []byte {
 	return buf.Bytes()
 }
 
-// TestGolden compares the JSON and the table of two small scenarios with the
+// TestGolden compares the JSON and the table of three small scenarios (two
+// closed loads, one open with send queues) with the
 // checked-in files. Run `go test ./pkg/sim -run TestGolden -update` after a
 // change that is meant to change them, and review the diff.
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"small", "mixed"} {
+	for _, name := range []string{"small", "mixed", "open"} {
 		t.Run(name, func(t *testing.T) {
 			rep := mustRun(t, loadTestScenario(t, name))
 			var table bytes.Buffer
