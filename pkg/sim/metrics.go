@@ -98,10 +98,17 @@ type retryRefusal interface{ RetryRefused() bool }
 // sendEnded records what the loop said of a send that ended (after send):
 // whether a retry budget refused its retry.
 func (m *metrics) sendEnded(err error) {
-	var r retryRefusal
-	if err != nil && errors.As(err, &r) && r.RetryRefused() {
+	if err != nil && retryRefused(err) {
 		m.refused++
 	}
+}
+
+// retryRefused reports whether err says a retry budget refused the send's
+// retry. Its own function: the target errors.As takes escapes, and a
+// successful send must not pay for that allocation.
+func retryRefused(err error) bool {
+	var r retryRefusal
+	return errors.As(err, &r) && r.RetryRefused()
 }
 
 // send records a send started at start that took elapsed.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -324,5 +325,26 @@ func TestOpenLoadOutput(t *testing.T) {
 				t.Errorf("open=%v: the %s holds %q: %v, want %v", tt.open, c.what, c.text, !tt.open, tt.open)
 			}
 		}
+	}
+}
+
+// refusedErr is an error a retry budget's refusal could end a send with.
+type refusedErr struct{ error }
+
+func (refusedErr) RetryRefused() bool { return true }
+
+// TestRetriesRefusedCounted: a send whose error says a retry budget refused
+// its retry (an error in its chain with RetryRefused() true) is counted;
+// other errors and successes are not, and a success allocates nothing.
+func TestRetriesRefusedCounted(t *testing.T) {
+	var m metrics
+	m.sendEnded(nil)
+	m.sendEnded(errors.New("plain"))
+	m.sendEnded(fmt.Errorf("send: %w", refusedErr{errors.New("busy")}))
+	if m.refused != 1 {
+		t.Errorf("refused = %d, want 1", m.refused)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.sendEnded(nil) }); n != 0 {
+		t.Errorf("sendEnded(nil) allocates %v times, want 0", n)
 	}
 }
