@@ -112,6 +112,9 @@ func TestSimJSON(t *testing.T) {
 			Failed               int64  `json:"failed"`
 			Attempts             int64  `json:"attempts"`
 			FirstAttemptFailures int64  `json:"first_attempt_failures"`
+			Retries              int64  `json:"retries"`
+			RetriesRefused       int64  `json:"retries_refused"`
+			BusyAnswers          int64  `json:"busy_answers"`
 			LatencyMS            struct {
 				P50, P99, P999, Max float64
 			} `json:"latency_ms"`
