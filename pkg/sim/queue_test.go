@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -109,8 +110,12 @@ func TestQueueTimeoutClean(t *testing.T) {
 		if be.Remark != want {
 			t.Errorf("remark = %q, want %q", be.Remark, want)
 		}
-		if got := producer.Classify(producer.Result{}, o.Err); got.Code != SystemBusy {
-			t.Errorf("Classify(error) code = %d, want %d", got.Code, SystemBusy)
+		if got := producer.Classify(producer.Result{}, o.Err); got.Code != SystemBusy || got.Class != producer.ClassBusy || got.Remark != want {
+			t.Errorf("Classify(error) = %+v, want class busy, code %d and the remark", got, SystemBusy)
+		}
+		// What reaches the strategy through Pick.Done.
+		if r := o.Report(latency.PathSend); r.Class != latency.ClassBusy || r.Code != SystemBusy || r.Remark != want || r.Latency != 200*time.Millisecond {
+			t.Errorf("Report() = %+v, want class busy, code 2, the remark, latency 200ms", r)
 		}
 	}
 	// The rejected sends took no service: one arriving 10 ms later waits 200 ms.
@@ -210,6 +215,9 @@ func TestRejectRequestRemark(t *testing.T) {
 	}
 	if o.Elapsed != 2*time.Millisecond {
 		t.Errorf("refusal took %s, want the broker's latency (2ms): no queue", o.Elapsed)
+	}
+	if r := o.Report(latency.PathSend); r.Class != latency.ClassBusy || r.Code != SystemBusy || r.Remark != be.Remark {
+		t.Errorf("Report() = %+v, want class busy, code 2 and the [REJECTREQUEST] remark", r)
 	}
 }
 

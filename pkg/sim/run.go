@@ -32,9 +32,10 @@ type Result struct {
 	// RetryRefused() bool that returns true); 0 for strategies without
 	// one.
 	RetriesRefused int64
-	// BusyAnswers counts attempts the broker answered with flow control
-	// (SYSTEM_BUSY: a busy event's code 2, a broker over its capacity, a
-	// send that waited out the broker's queue).
+	// BusyAnswers counts attempts the broker answered with flow control:
+	// the outcome class busy (a code latency.IsBusy calls flow control:
+	// a busy event's SYSTEM_BUSY, a broker over its capacity, a send that
+	// waited out the broker's queue).
 	BusyAnswers int64
 	// Shed counts the sends of an open load that arrived while MaxInFlight
 	// sends were in flight: they failed at once (they are in Sends and
