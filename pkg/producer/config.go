@@ -48,6 +48,17 @@ type Config struct {
 	// RouteSource again for every topic it knows (the reference polls the
 	// name server every 30 s).
 	RouteRefreshInterval time.Duration
+	// RetryBudget bounds a producer's retries to this share of its sends
+	// (Finagle's RetryBudget; retrybudget.go), plus RetryBudgetFloor a
+	// second, over a sliding 10 s window. A send whose retry the budget
+	// refuses ends with its last attempt's error wrapped in a
+	// *RetryBudgetError (errors.Is ErrRetryBudget). 0 turns the budget off
+	// (the reference's: every retry allowed); otherwise in (0, 10].
+	RetryBudget float64
+	// RetryBudgetFloor is how many retries a second the budget allows
+	// whatever the sends, so a producer sending little can still retry. Not
+	// negative.
+	RetryBudgetFloor int
 }
 
 // RetryCodes5 returns RocketMQ 5.3.3's retry response codes: TOPIC_NOT_EXIST
@@ -86,6 +97,8 @@ func Reference4() Config { return Reference5() }
 func DefaultConfig() Config {
 	c := Reference5()
 	c.MaxTimeoutPerRequest = time.Second
+	c.RetryBudget = 0.5
+	c.RetryBudgetFloor = 10
 	return c
 }
 
@@ -112,6 +125,12 @@ func (c Config) Validate() error {
 	if c.AsyncMaxBytes < 0 {
 		l.Add(invalid("AsyncMaxBytes", c.AsyncMaxBytes, "must not be negative (0 means no bound)"))
 	}
+	if !(c.RetryBudget >= 0 && c.RetryBudget <= 10) {
+		l.Add(invalid("RetryBudget", c.RetryBudget, "must be in [0, 10] retries per send (0 turns the budget off)"))
+	}
+	if c.RetryBudgetFloor < 0 {
+		l.Add(invalid("RetryBudgetFloor", c.RetryBudgetFloor, "must not be negative"))
+	}
 	if c.RouteRefreshInterval <= 0 {
 		l.Add(invalid("RouteRefreshInterval", c.RouteRefreshInterval, "must be positive"))
 	}
@@ -119,7 +138,8 @@ func (c Config) Validate() error {
 }
 
 // Policy is a Config resolved for a strategy mode: the immutable rules every
-// Loop of a producer follows. It is safe for concurrent use.
+// Loop of a producer follows, and the producer's retry budget (one per
+// Policy: the Loops sharing a Policy share it). It is safe for concurrent use.
 type Policy struct {
 	mode         latency.Mode
 	retryTimes   int
@@ -127,7 +147,8 @@ type Policy struct {
 	timeout      time.Duration
 	perRequest   time.Duration
 	retryAnother bool
-	codes        []int // sorted, distinct
+	codes        []int        // sorted, distinct
+	budget       *retryBudget // nil unless Config.RetryBudget is on; shared by the producer's sends
 }
 
 // NewPolicy validates cfg and resolves it for mode (latency.ModeV5 or
@@ -160,6 +181,7 @@ func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 		perRequest:   cfg.MaxTimeoutPerRequest,
 		retryAnother: cfg.RetryAnotherBrokerWhenNotStoreOK,
 		codes:        slices.Compact(codes),
+		budget:       newRetryBudget(cfg),
 	}, nil
 }
 

@@ -287,6 +287,14 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 		l.end()
 		return latency.PickInfo{}, false
 	}
+	if b := l.p.budget; b != nil && l.phase == phaseNext {
+		if l.attempts == 0 {
+			b.deposit(now)
+		} else if !b.withdraw(now) {
+			l.refused()
+			return latency.PickInfo{}, false
+		}
+	}
 	var pi latency.PickInfo
 	if l.attempts > 0 {
 		pi.LastBroker = l.broker
@@ -498,6 +506,17 @@ func (l *Loop) end() {
 		return
 	}
 	l.fail(StopFailed, l.lastErr)
+}
+
+// refused ends the send whose retry the retry budget refused: with its
+// earlier answer if it has one, else failed with its last error wrapped in a
+// *RetryBudgetError.
+func (l *Loop) refused() {
+	if l.answered {
+		l.finishAnswered()
+		return
+	}
+	l.fail(StopFailed, &RetryBudgetError{Err: l.lastErr})
 }
 
 func (l *Loop) finishAnswered() {

@@ -1,0 +1,115 @@
+package producer
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// This file holds the retry budget (Config.RetryBudget), Finagle's
+// RetryBudget: every send deposits RetryBudget of a retry, every retry
+// withdraws one, and RetryBudgetFloor retries a second are allowed whatever
+// the sends, all counted over a sliding window of budgetWindow. A retry the
+// budget cannot pay for does not happen: the send ends with its last
+// attempt's error, wrapped in a *RetryBudgetError. So when most attempts
+// fail (a cluster short of capacity, an outage of many brokers) retries add
+// at most a fifth to the load instead of tripling it, while a few failures
+// among many sends are all retried.
+
+// ErrRetryBudget matches (errors.Is) the error of a send whose retry the
+// producer's retry budget refused.
+var ErrRetryBudget = errors.New("producer: retry refused by the retry budget")
+
+// RetryBudgetError wraps the last attempt's error of a send whose retry the
+// retry budget refused. errors.Is(err, ErrRetryBudget) matches it; Unwrap
+// returns the last attempt's error.
+type RetryBudgetError struct {
+	Err error
+}
+
+func (e *RetryBudgetError) Error() string {
+	if e.Err == nil {
+		return ErrRetryBudget.Error()
+	}
+	return ErrRetryBudget.Error() + " (retries are at most the budget's share of sends); last error: " + e.Err.Error()
+}
+
+// Unwrap returns the last attempt's error.
+func (e *RetryBudgetError) Unwrap() error { return e.Err }
+
+// Is matches ErrRetryBudget.
+func (e *RetryBudgetError) Is(target error) bool { return target == ErrRetryBudget }
+
+// RetryRefused reports true: a retry budget refused the send's retry (what
+// the simulator and metrics count).
+func (e *RetryBudgetError) RetryRefused() bool { return true }
+
+// budgetWindow is how long deposits and withdrawals count (Finagle's TTL),
+// in budgetSlots slots.
+const (
+	budgetWindow = 10 * time.Second
+	budgetSlots  = 10
+	budgetSlot   = budgetWindow / budgetSlots
+)
+
+// retryBudget is one producer's budget. Its methods take the time from the
+// caller (the Loop's now, from the producer's Clock); they hold a mutex for a
+// few integer operations and allocate nothing.
+type retryBudget struct {
+	percent float64 // retries per send
+	floor   float64 // retries allowed per window whatever the sends
+
+	mu        sync.Mutex
+	slot      int64 // index of the current slot (now / budgetSlot)
+	deposits  [budgetSlots]int64
+	withdrawn [budgetSlots]int64
+}
+
+func newRetryBudget(cfg Config) *retryBudget {
+	if cfg.RetryBudget <= 0 {
+		return nil
+	}
+	return &retryBudget{percent: cfg.RetryBudget, floor: float64(cfg.RetryBudgetFloor) * budgetWindow.Seconds()}
+}
+
+// advance moves the window to now, clearing the slots that left it. Caller
+// holds b.mu.
+func (b *retryBudget) advance(now time.Time) int {
+	cur := now.UnixNano() / int64(budgetSlot)
+	if cur > b.slot {
+		steps := min(cur-b.slot, budgetSlots)
+		for i := int64(1); i <= steps; i++ {
+			j := (b.slot + i) % budgetSlots
+			b.deposits[j], b.withdrawn[j] = 0, 0
+		}
+		b.slot = cur
+	}
+	// A clock that stepped back writes into the current slot.
+	return int(b.slot % budgetSlots)
+}
+
+// deposit records a send started at now.
+func (b *retryBudget) deposit(now time.Time) {
+	b.mu.Lock()
+	b.deposits[b.advance(now)]++
+	b.mu.Unlock()
+}
+
+// withdraw takes one retry from the budget at now, reporting false (and
+// taking nothing) when the window's retries already reach floor + percent x
+// sends.
+func (b *retryBudget) withdraw(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.advance(now)
+	var sends, retries int64
+	for j := range budgetSlots {
+		sends += b.deposits[j]
+		retries += b.withdrawn[j]
+	}
+	if float64(retries+1) > b.floor+b.percent*float64(sends) {
+		return false
+	}
+	b.withdrawn[i]++
+	return true
+}
