@@ -111,6 +111,25 @@ type Config struct {
 	// ErrProbeInconclusive, a timeout included) mark the broker unreachable.
 	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
 	ProbeFailures bool
+	// BusyDecay turns on the busy-is-load policy (busyload.go): a broker's
+	// flow-control answer (ClassBusy) adds one unit to its load penalty,
+	// which fades exponentially with this time constant, and neither
+	// isolates it as a failure nor marks it unreachable (the reference does
+	// both). 0 turns it off; otherwise positive.
+	BusyDecay time.Duration
+	// BusyIsolateAfter is the load penalty at which a busy broker is
+	// isolated as load (ReasonBusy, still reachable) for BusyDecay: it
+	// answered busy about this many times within one decay time. 0 never
+	// isolates a broker for answering busy. Not negative.
+	BusyIsolateAfter int
+	// CapHoldsBusy makes the isolation cap follow capacity (capacity.go): a
+	// broker isolated because it answered busy (it said it has no room) is
+	// never one the cap keeps in service, until that isolation ends or a
+	// failure of another class replaces it; it still counts as isolated. So
+	// the cap restores capacity with slow or failing brokers only, never by
+	// sending more to a broker that pushes back. It takes effect with the
+	// cap on.
+	CapHoldsBusy bool
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -161,6 +180,7 @@ func DefaultConfig() Config {
 	c.MaxIsolation = 60 * time.Second
 	c.BackoffDecay = 1000
 	c.ProbeFailures = true
+	c.CapHoldsBusy = true
 	return c
 }
 
@@ -217,6 +237,12 @@ func (c Config) validatePolicies(l *configerr.List) {
 	case backoffOK && m != 0 && c.MaxIsolation == 0:
 		l.Add(&ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on",
 			Related: "IsolationBackoff", Err: ErrInvalidConfig})
+	}
+	if c.BusyDecay < 0 {
+		l.Add(invalid("BusyDecay", c.BusyDecay, "must not be negative (0 turns the busy-is-load policy off)"))
+	}
+	if c.BusyIsolateAfter < 0 {
+		l.Add(invalid("BusyIsolateAfter", c.BusyIsolateAfter, "must not be negative (0 never isolates for busy answers)"))
 	}
 	switch {
 	case c.BackoffDecay < 0:

@@ -148,6 +148,12 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
 	}
+	if s.holdsBusy && o.Class != ClassAnswered && o.Class != ClassCancelled {
+		s.notePushBack(p.Queue.BrokerName, o.Class == ClassBusy)
+	}
+	if o.Class == ClassBusy && s.busyLoad != nil && s.table != nil {
+		return s.reportBusy(p.Queue.BrokerName, o)
+	}
 	u := UpdateFor(s.mode, p.Queue.BrokerName, o, s.detectorOn.Load())
 	s.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
 	return u

@@ -219,6 +219,7 @@ func (c *capState) fill(v *capView) {
 				latency:     lat,
 				name:        s.name,
 				i:           int32(i),
+				held:        s.pushedBack.Load(),
 			})
 		}
 	}
@@ -230,7 +231,9 @@ func (c *capState) fill(v *capView) {
 	}
 	slices.SortFunc(c.ranks, worseFirst)
 	for _, r := range c.ranks[c.limit:] {
-		v.released[r.i].Store(true)
+		if !r.held { // capacity.go: never back in service while it pushes back
+			v.released[r.i].Store(true)
+		}
 	}
 }
 
@@ -243,6 +246,7 @@ type rankKey struct {
 	latency     int64
 	name        string
 	i           int32
+	held        bool // the broker pushed back (capacity.go): never released
 }
 
 // worseFirst orders isolated brokers from the one most worth avoiding to the

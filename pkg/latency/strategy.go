@@ -27,8 +27,10 @@ type Strategy struct {
 	owner            uint64 // this strategy's memo key on publish infos
 
 	// The policies past the reference (policy.go); zero when off.
-	capFraction float64  // Config.MaxIsolatedFraction
-	backoff     *backoff // nil unless Config.IsolationBackoff is on
+	capFraction float64   // Config.MaxIsolatedFraction
+	backoff     *backoff  // nil unless Config.IsolationBackoff is on
+	busyLoad    *busyLoad // nil unless Config.BusyDecay is on (busyload.go)
+	holdsBusy   bool      // Config.CapHoldsBusy with the cap on (capacity.go)
 
 	faultOn    atomic.Bool
 	detectorOn atomic.Bool
@@ -175,6 +177,8 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if s.table != nil && mode == ModeV5 { // policy.go: v5 and the built-in table only
 		s.capFraction = cfg.MaxIsolatedFraction
 		s.backoff = newBackoff(cfg)
+		s.busyLoad = newBusyLoad(cfg)
+		s.holdsBusy = cfg.CapHoldsBusy && cfg.MaxIsolatedFraction > 0 && cfg.MaxIsolatedFraction < 1
 	}
 	if s.table != nil && o.resolver != nil && mode == ModeV5 {
 		s.detector = &Detector{

@@ -106,6 +106,11 @@ type slot struct {
 	// send, and is written under mu; strikes is the backoff's count (policy.go).
 	failed  atomic.Bool
 	strikes atomic.Int64
+	busy    penalty // the busy-is-load policy's (busyload.go)
+	// pushedBack: the broker's current isolation follows a busy answer, and
+	// no failure of another class came since (capacity.go; kept only with
+	// Config.CapHoldsBusy).
+	pushedBack atomic.Bool
 
 	table *FaultTable
 	mu    sync.Mutex // serializes isolation changes with the expiry timer
@@ -296,6 +301,7 @@ func (s *slot) expire() {
 	recovered := false
 	if u := s.until.Load(); now >= u {
 		recovered = s.isolated.Swap(false)
+		s.pushedBack.Store(false) // capacity.go: the isolation it earned is over
 	} else if s.isolated.Load() {
 		s.arm(span(now, u))
 	}

@@ -243,7 +243,8 @@ func TestOpenLoadShort(t *testing.T) {
 // minute send budget: almost every attempt waits 1 s and is answered busy,
 // every send retries, and sends pile up in flight past MaxInFlight. The
 // run ends (in seconds of real time), sheds the arrivals over the bound as
-// failed sends, and accounts for every send once.
+// failed sends, and accounts for every send once. The preset's retry budget
+// keeps its retries to half the sends (plus the floor).
 func TestRetryStormTerminates(t *testing.T) {
 	if raceEnabled {
 		t.Skip("90,000 sends are slow under the race detector")
@@ -258,6 +259,11 @@ func TestRetryStormTerminates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The preset's retry budget stops the storm (checked below); the storm
+	// itself is the preset's without it.
+	budgeted := strategies[1]
+	strategies[1].Name = "mqfault without the retry budget"
+	strategies[1].Producer.RetryBudget = 0
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, sc, WithStrategies(strategies...))
@@ -276,6 +282,20 @@ func TestRetryStormTerminates(t *testing.T) {
 		if r.Retries == 0 || r.BusyAnswers == 0 {
 			t.Errorf("%s: %d retries, %d busy answers; want a storm", r.Name, r.Retries, r.BusyAnswers)
 		}
+	}
+	rep, err = Run(ctx, sc, WithStrategies(budgeted))
+	if err != nil {
+		t.Fatalf("Run(mqfault) error = %v", err)
+	}
+	r := rep.Results[0]
+	t.Logf("%s: %d sends, %d failed, %d shed, %d retries, %d refused, %d in flight at end",
+		r.Name, r.Sends, r.Failed, r.Shed, r.Retries, r.RetriesRefused, r.InFlightAtEnd)
+	// At most half the sends plus 10 a second, over any 10 s window (the
+	// run is 3 s, and the last sends' retries may run past it).
+	limit := r.Sends/2 + 10*10
+	if r.Retries > limit || r.RetriesRefused == 0 || r.Succeeded+r.Failed != r.Sends {
+		t.Errorf("%s: %d retries (%d refused) of %d sends; want at most %d, refusals, every send ended once",
+			r.Name, r.Retries, r.RetriesRefused, r.Sends, limit)
 	}
 }
 
