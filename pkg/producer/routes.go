@@ -24,10 +24,17 @@ type routeCache struct {
 	src     RouteSource
 	opts    []route.Option
 	group   singleflight.Group
-	changed func(entries map[string]*routeEntry) // called after every change, outside mu
+	changed func(entries map[string]*routeEntry) // told of the newest entries after every change, outside mu
 
 	mu      sync.Mutex                             // serializes changes to entries
 	entries atomic.Pointer[map[string]*routeEntry] // copy on write
+
+	// notifyMu serializes calls of changed, and notified is the entries it
+	// was last called with: a change tells changed of the entries current
+	// when its turn comes, never of an older snapshot, so overlapping
+	// changes cannot deliver a stale one last.
+	notifyMu sync.Mutex
+	notified *map[string]*routeEntry
 }
 
 type routeEntry struct {
@@ -102,7 +109,8 @@ func (c *routeCache) convert(topic string, data *route.TopicRouteData, err error
 }
 
 // swap applies change to a copy of the entries and installs it when change
-// reports a change; then it tells c.changed.
+// reports a change; then it tells c.changed, and returns once c.changed has
+// been told of these entries or of newer ones.
 func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
 	c.mu.Lock()
 	m := maps.Clone(*c.entries.Load())
@@ -112,9 +120,27 @@ func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
 	}
 	c.entries.Store(&m)
 	c.mu.Unlock()
-	if c.changed != nil {
-		c.changed(m)
+	c.notify()
+}
+
+// notify tells c.changed of the current entries unless it was last told of
+// them. Calls are serialized and always read the entries when their turn
+// comes, so c.changed sees the entries in the order they were installed (a
+// notice may cover several changes) and never an older snapshot after a
+// newer one. The cache lock is not held: a lookup of another topic proceeds
+// while a filter decides, and waits only to be announced.
+func (c *routeCache) notify() {
+	if c.changed == nil {
+		return
 	}
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	cur := c.entries.Load()
+	if cur == c.notified {
+		return // an overlapping change's notice already covered this one
+	}
+	c.changed(*cur)
+	c.notified = cur
 }
 
 // refresh asks the source again for every cached topic. A failed lookup
