@@ -41,8 +41,8 @@ type Strategy struct {
 
 	clock    Clock
 	log      *slog.Logger
-	obs      Observer
-	detector *Detector // nil without a resolver or the built-in table
+	obs      *observerGate // nil without an observer; closed by Close
+	detector *Detector     // nil without a resolver or the built-in table
 	period   time.Duration
 
 	mu       sync.Mutex // guards started, closed and loopDone
@@ -117,6 +117,11 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
+	var gate *observerGate
+	if o.obs != nil {
+		gate = newObserverGate(o.obs)
+		o.obs = gate // everything below tells the observer through the gate
+	}
 	mode := cfg.Mode.orDefault()
 	if t, ok := o.ft.(*FaultTable); ok {
 		switch {
@@ -137,7 +142,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		owner:   route.NewMemoOwner(),
 		clock:   o.clock,
 		log:     o.log,
-		obs:     o.obs,
+		obs:     gate,
 		period:  cfg.DetectPeriod,
 		stages:  o.stages,
 	}
@@ -313,8 +318,12 @@ func (s *Strategy) Start() error {
 }
 
 // Close stops the detector loop, cancels a round in progress and waits for the
-// loop and for every probe to return. Select, Update and DetectRound keep
-// working after Close; only the background loop is gone. Close is idempotent.
+// loop and for every probe to return; then it silences the observer, waiting
+// for the observer calls in progress: once Close has returned the observer
+// is never called again (not by the expiry timers of isolations still
+// pending). Select, Update and DetectRound keep working after Close, and
+// isolations still end on time; only the background loop and the observer
+// are gone. Close is idempotent.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -330,6 +339,9 @@ func (s *Strategy) Close() error {
 	}
 	if s.detector != nil {
 		s.detector.wait()
+	}
+	if s.obs != nil {
+		s.obs.close()
 	}
 	return nil
 }
