@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -53,9 +54,18 @@ func (f *lastToldFilter) told(topic string) (*route.PublishInfo, bool) {
 // cached publish info (the same pointer; never a RouteRemoved for a cached
 // topic, which an older snapshot delivered last would send), and every
 // broker keeps the fault item its send made (an older snapshot delivered
-// last evicts brokers only the newer one names). Run it with
-// -cpu 1,2,4 -count 10.
+// last evicts brokers only the newer one names). Again with refreshes that
+// change every route running all along. Run it with -cpu 1,2,4 -count 10.
 func TestRouteNoticesFollowTheNewestRoutes(t *testing.T) {
+	t.Run("first sends", func(t *testing.T) { testRouteNotices(t, false) })
+	t.Run("first sends and refreshes", func(t *testing.T) { testRouteNotices(t, true) })
+}
+
+// testRouteNotices runs the rounds; with refresh, a goroutine refreshes the
+// routes meanwhile, and every lookup of topic i answers brokers Bi and one
+// of X0 and X1 in turn, so refreshes change routes while first lookups
+// install theirs (Xk's queue is read-only, so sends still go to Bi).
+func testRouteNotices(t *testing.T, refresh bool) {
 	const topics, rounds = 8, 40
 	for round := range rounds {
 		clock := latency.NewManualClock(t0)
@@ -67,10 +77,16 @@ func TestRouteNoticesFollowTheNewestRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var calls atomic.Int64
 		src := producer.RouteSourceFunc(func(_ context.Context, topic string) (*route.TopicRouteData, error) {
 			var i int
 			if _, err := fmt.Sscanf(topic, "T%d", &i); err != nil {
 				return nil, producer.ErrNoRoute
+			}
+			if refresh { // Xk read-only: sends still go to Bi
+				d := routeData(fmt.Sprintf("B%d", i), fmt.Sprintf("X%d", calls.Add(1)%2))
+				d.QueueDatas[1].Perm = route.PermRead
+				return d, nil
 			}
 			return routeData(fmt.Sprintf("B%d", i)), nil
 		})
@@ -92,8 +108,25 @@ func TestRouteNoticesFollowTheNewestRoutes(t *testing.T) {
 				}
 			})
 		}
+		stop := make(chan struct{})
+		var refresher sync.WaitGroup
+		if refresh {
+			refresher.Go(func() {
+				<-start
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_ = p.RefreshRoutes(context.Background())
+				}
+			})
+		}
 		close(start)
 		wg.Wait()
+		close(stop)
+		refresher.Wait()
 
 		for i := range topics {
 			topic := fmt.Sprintf("T%d", i)
