@@ -24,8 +24,8 @@ import (
 // and SendByKey block until the send is over (at most about Config.Timeout
 // after the Transport honours its deadlines); SendAsync blocks only while the
 // bound on in-flight async sends is reached. A Producer owns one goroutine
-// (the route refresher) and one per async send in flight; Close stops and
-// waits for all of them. It does not own the Strategy: close that yourself
+// (the route refresher), one per async send in flight and one per first
+// route lookup in flight; Close stops and waits for all of them. It does not own the Strategy: close that yourself
 // after the Producer.
 //
 // Delivery is at least once: a message whose attempt timed out may have been

@@ -145,7 +145,7 @@ func (c *routeCache) fly(topic string, f *flight) {
 	defer c.lookups.Done()
 	defer func() {
 		if r := recover(); r != nil {
-			f.info, f.err = nil, &RouteError{Topic: topic, Err: recovered("a route change notice", r)}
+			f.info, f.err = nil, &RouteError{Topic: topic, Err: recovered("installing the route", r)}
 		}
 		c.flightMu.Lock()
 		delete(c.flights, topic)
