@@ -25,8 +25,8 @@ import (
 // after the Transport honours its deadlines); SendAsync blocks only while the
 // bound on in-flight async sends is reached. A Producer owns one goroutine
 // (the route refresher), one per async send in flight and one per first
-// route lookup in flight; Close stops and waits for all of them. It does not own the Strategy: close that yourself
-// after the Producer.
+// route lookup in flight; Close stops and waits for all of them. It does not
+// own the Strategy: close that yourself after the Producer.
 //
 // Delivery is at least once: a message whose attempt timed out may have been
 // stored by that broker even though the producer retries it elsewhere, so a
