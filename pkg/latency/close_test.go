@@ -90,7 +90,8 @@ func TestCloseSilencesObservers(t *testing.T) {
 
 // TestCloseWaitsForObserverCalls checks that Close does not return while an
 // observer call that began before it is still running: an expiry timer's
-// OnRecover blocks; Close waits for it, and returns once it returns.
+// OnRecover blocks; Close waits for it, and returns once it returns; so does
+// a second Close made meanwhile.
 func TestCloseWaitsForObserverCalls(t *testing.T) {
 	clock := latency.NewManualClock(t0)
 	obs := &closeObserver{block: true, entered: make(chan struct{}), release: make(chan struct{})}
@@ -106,21 +107,30 @@ func TestCloseWaitsForObserverCalls(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("OnRecover was never called")
 	}
-	closed := make(chan struct{})
+	closed, again := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(closed)
+		_ = s.Close()
+	}()
+	go func() { // a second Close meanwhile waits as well
+		defer close(again)
+		time.Sleep(10 * time.Millisecond)
 		_ = s.Close()
 	}()
 	select {
 	case <-closed:
 		t.Error("Close returned while an observer call was still running")
+	case <-again:
+		t.Error("a second Close returned while the first was still waiting for an observer call")
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(obs.release)
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not return once the observer call returned")
+	for _, c := range []chan struct{}{closed, again} {
+		select {
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not return once the observer call returned")
+		}
 	}
 	<-advanced
 }

@@ -45,12 +45,13 @@ type Strategy struct {
 	detector *Detector     // nil without a resolver or the built-in table
 	period   time.Duration
 
-	mu       sync.Mutex // guards started, closed and loopDone
-	started  bool
-	closed   bool
-	loopDone chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
+	mu        sync.Mutex // guards started, closed and loopDone
+	started   bool
+	closed    bool
+	loopDone  chan struct{}
+	closeDone chan struct{} // closed when the first Close has finished
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 type durationsBox struct{ t DurationTable }
@@ -145,6 +146,8 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		obs:     gate,
 		period:  cfg.DetectPeriod,
 		stages:  o.stages,
+
+		closeDone: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.isolationLatency = 10000 * time.Millisecond
@@ -323,11 +326,13 @@ func (s *Strategy) Start() error {
 // is never called again (not by the expiry timers of isolations still
 // pending). Select, Update and DetectRound keep working after Close, and
 // isolations still end on time; only the background loop and the observer
-// are gone. Close is idempotent.
+// are gone. Close is idempotent: every call returns once the strategy is
+// closed.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.closeDone
 		return nil
 	}
 	s.closed = true
@@ -343,5 +348,6 @@ func (s *Strategy) Close() error {
 	if s.obs != nil {
 		s.obs.close()
 	}
+	close(s.closeDone)
 	return nil
 }
