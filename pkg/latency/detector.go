@@ -129,11 +129,8 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 	switch {
 	case err == nil:
 		c.reachable.Add(1)
-		if sl.present.Load() && !sl.reachable.Swap(true) {
+		if sl.present.Load() && sl.setReachable(true) {
 			ev.BecameReachable = true
-			if sl.isolated.Load() {
-				d.table.bump()
-			}
 		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)
@@ -142,11 +139,8 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if timedOut {
 			c.timedOut.Add(1)
 		}
-		if d.failures && sl.present.Load() && sl.reachable.Swap(false) {
+		if d.failures && sl.present.Load() && sl.setReachable(false) {
 			ev.BecameUnreachable = true
-			if sl.isolated.Load() {
-				d.table.bump()
-			}
 		}
 	}
 	if d.obs != nil {

@@ -146,6 +146,7 @@ func capLimit(frac float64, n int) int {
 type capState struct {
 	limit     int                           // most brokers of the route picks avoid at once
 	slots     []*slot                       // per broker of the route, in the publish info's order
+	positions [][]int32                     // per broker of the route, its queue positions
 	durations *atomic.Pointer[durationsBox] // the strategy's, to grade latencies
 	busy      atomic.Bool
 	view      atomic.Pointer[capView]
@@ -158,16 +159,23 @@ type capState struct {
 type capView struct {
 	epoch    atomic.Uint64
 	released []atomic.Bool // per broker of the route
+	rel      bitset        // the queue positions of released brokers
+	nRel     atomic.Int64  // how many
 }
 
 // releases reports whether v keeps broker bi in service although its slot
 // is isolated. A nil view (no cap) releases nothing.
 func (v *capView) releases(bi int32) bool { return v != nil && v.released[bi].Load() }
 
-func newCapState(limit int, slots []*slot, durations *atomic.Pointer[durationsBox]) *capState {
+func newCapState(limit int, slots []*slot, entries []entry, durations *atomic.Pointer[durationsBox]) *capState {
 	c := &capState{limit: limit, slots: slots, durations: durations, ranks: make([]rankKey, 0, len(slots))}
+	c.positions = make([][]int32, len(slots))
+	for p, e := range entries {
+		c.positions[e.broker] = append(c.positions[e.broker], int32(p))
+	}
 	for i := range c.bufs {
 		c.bufs[i].released = make([]atomic.Bool, len(slots))
+		c.bufs[i].rel = newBitset(len(entries))
 	}
 	c.bufs[0].epoch.Store(math.MaxUint64) // never an epoch: the first pick computes
 	c.view.Store(&c.bufs[0])
@@ -225,13 +233,23 @@ func (c *capState) fill(v *capView) {
 	for i := range v.released {
 		v.released[i].Store(false)
 	}
+	for i := range v.rel {
+		v.rel[i].Store(0)
+	}
+	v.nRel.Store(0)
 	if len(c.ranks) <= c.limit {
 		return
 	}
 	slices.SortFunc(c.ranks, worseFirst)
+	var nRel int64
 	for _, r := range c.ranks[c.limit:] {
 		v.released[r.i].Store(true)
+		for _, p := range c.positions[r.i] {
+			v.rel[p>>6].Or(1 << (p & 63))
+		}
+		nRel += int64(len(c.positions[r.i]))
 	}
+	v.nRel.Store(nRel)
 }
 
 // rankKey is what the cap ranks an isolated broker by.

@@ -38,6 +38,10 @@ type Strategy struct {
 	table  *FaultTable   // the same as ft when it is the built-in table, else nil
 	stages *StageCounter // nil unless WithStageCounter
 	routes routeBrokers  // the brokers of the routes announced (routebrokers.go)
+	// walkOnly makes every pass probe queue by queue, ignoring the routes'
+	// flag summaries and the least-bad order: the reference's own walk,
+	// which the differential tests hold the fast path to.
+	walkOnly bool
 
 	clock    Clock
 	log      *slog.Logger

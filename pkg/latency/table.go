@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -74,7 +73,14 @@ type FaultTable struct {
 	// isolation cap recomputes a route's view when it sees a new epoch
 	// (policy.go).
 	epoch atomic.Uint64
+	// flags is bumped whenever a slot's isolated or reachable flag flips:
+	// each route's flag summary (routeview.go) is rebuilt when it sees a new
+	// value. ver is bumped after every change to what Items reports, so the
+	// least-bad order (leastbad.go) is re-sorted only when the table moved.
+	flags atomic.Uint64
+	ver   atomic.Uint64
 	worst *route.Index
+	rank  leastBadCache
 }
 
 var _ FaultTolerance = (*FaultTable)(nil)
@@ -221,10 +227,9 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 	} else if bo != nil {
 		s.forgive()
 	}
-	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
-		t.bump()
-	}
+	s.setReachable(reachable)
 	s.present.Store(true)
+	t.ver.Add(1)
 	if isolated && t.obs != nil {
 		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
 			Until: time.Unix(0, until), Reachable: reachable, Extended: extended})
@@ -253,10 +258,34 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (un
 	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
 	s.ended = true
 	s.until.Store(until)
-	s.isolated.Store(true)
+	s.setIsolated(true)
 	s.arm(span(now, until))
 	s.table.bump()
 	return until, d, true, extended
+}
+
+// setIsolated sets the isolated flag, moving the flag epoch on when it
+// flips. Caller must hold s.mu (every isolated flag write is under it).
+func (s *slot) setIsolated(v bool) bool {
+	if s.isolated.Swap(v) == v {
+		return false
+	}
+	s.table.flags.Add(1)
+	return true
+}
+
+// setReachable sets the reachable flag and reports whether it flipped; a
+// flip moves the flag epoch on, and the isolation epoch too while s is
+// isolated (the isolation cap ranks reachability).
+func (s *slot) setReachable(v bool) bool {
+	if s.reachable.Swap(v) == v {
+		return false
+	}
+	s.table.flags.Add(1)
+	if s.isolated.Load() {
+		s.table.bump()
+	}
+	return true
 }
 
 // overwrite sets s's isolation end to until whatever it was (v4). It
@@ -268,11 +297,11 @@ func (s *slot) overwrite(until, now int64) (isolated, extended bool) {
 	s.until.Store(until)
 	if until > now {
 		extended = s.isolated.Load()
-		s.isolated.Store(true)
+		s.setIsolated(true)
 		s.arm(span(now, until))
 		return true, extended
 	}
-	s.isolated.Store(false)
+	s.setIsolated(false)
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -295,12 +324,13 @@ func (s *slot) expire() {
 	now := s.table.now()
 	recovered := false
 	if u := s.until.Load(); now >= u {
-		recovered = s.isolated.Swap(false)
+		recovered = s.setIsolated(false)
 	} else if s.isolated.Load() {
 		s.arm(span(now, u))
 	}
 	s.mu.Unlock()
 	if recovered {
+		s.table.ver.Add(1)
 		s.table.bump()
 	}
 	if recovered && s.present.Load() && s.table.obs != nil {
@@ -314,16 +344,17 @@ func (s *slot) reset() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.isolated.Store(false)
+	s.setIsolated(false)
 	s.until.Store(0)
 	s.ended = false
 	s.failed.Store(false)
 	s.mu.Unlock()
 	s.present.Store(false)
-	s.reachable.Store(true)
+	s.setReachable(true)
 	s.latency.Store(0)
 	s.checkStamp.Store(0)
 	s.strikes.Store(0)
+	s.table.ver.Add(1)
 	s.table.bump()
 }
 
@@ -346,9 +377,8 @@ func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
 	if s == nil || !s.present.Load() {
 		return false
 	}
-	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
-		t.bump()
-	}
+	s.setReachable(reachable)
+	t.ver.Add(1)
 	return true
 }
 
@@ -443,37 +473,6 @@ func (t *FaultTable) Item(broker string) (FaultItem, bool) {
 	return s.item(), true
 }
 
-// PickLeastBad implements FaultTolerance (4.x pickOneAtLeast). The round robin
-// over the better half steps WorstIndex.
-func (t *FaultTable) PickLeastBad() (string, bool) {
-	items := t.Items()
-	switch len(items) {
-	case 0:
-		return "", false
-	case 1:
-		return items[0].Broker, true
-	}
-	slices.SortFunc(items, compareLeastBad)
-	half := len(items) / 2
-	return items[int(t.worst.Next())%half].Broker, true
-}
-
-func compareLeastBad(a, b FaultItem) int {
-	if a.Available != b.Available {
-		if a.Available {
-			return -1
-		}
-		return 1
-	}
-	if c := cmp.Compare(a.Latency, b.Latency); c != 0 {
-		return c
-	}
-	if c := a.IsolatedUntil.Compare(b.IsolatedUntil); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Broker, b.Broker)
-}
-
 // WorstIndex returns the index PickLeastBad steps (the reference's
 // whichItemWorst).
 func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
@@ -486,12 +485,13 @@ func (t *FaultTable) Resync() {
 	for _, s := range t.presentSlots() {
 		s.mu.Lock()
 		if u := s.until.Load(); s.ended && now < u {
-			s.isolated.Store(true)
+			s.setIsolated(true)
 			s.arm(span(now, u))
 		} else {
-			s.isolated.Store(false)
+			s.setIsolated(false)
 		}
 		s.mu.Unlock()
 	}
+	t.ver.Add(1)
 	t.bump()
 }
