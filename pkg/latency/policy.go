@@ -60,6 +60,16 @@ type backoff struct {
 	decay      int64
 }
 
+// policies holds the policies a strategy runs; zero when all are off.
+type policies struct {
+	capFraction float64  // Config.MaxIsolatedFraction; 0 when off
+	backoff     *backoff // nil unless Config.IsolationBackoff is on
+}
+
+func newPolicies(cfg Config) policies {
+	return policies{capFraction: cfg.MaxIsolatedFraction, backoff: newBackoff(cfg)}
+}
+
 func newBackoff(cfg Config) *backoff {
 	if cfg.IsolationBackoff == 0 {
 		return nil
@@ -120,14 +130,14 @@ func (s *slot) forgive() {
 // power, up to MaxIsolation. It is 0 unless Config.IsolationBackoff is on.
 // Safe for concurrent use.
 func (s *Strategy) BackoffLevel(broker string) int {
-	if s.table == nil || s.backoff == nil {
+	if s.policies.backoff == nil {
 		return 0
 	}
 	sl := s.table.lookup(broker)
 	if sl == nil || !sl.present.Load() {
 		return 0
 	}
-	return int(s.backoff.level(sl.strikes.Load()))
+	return int(s.policies.backoff.level(sl.strikes.Load()))
 }
 
 // capLimit is how many of a route's n brokers the cap lets picks avoid. As
@@ -319,7 +329,7 @@ func trueFirst(a, b bool) int {
 // route. It brings the route's view up to date first, as a pick would. Safe
 // for concurrent use; it allocates the result.
 func (s *Strategy) Released(info *route.PublishInfo) []string {
-	if s.table == nil || s.v4 || info.Len() == 0 {
+	if s.policies.capFraction == 0 || info.Len() == 0 {
 		return nil
 	}
 	b := s.bind(info)

@@ -115,3 +115,19 @@ func (f *flagSummary) rebuild(t *FaultTable, entries []entry) (uint64, bool) {
 
 // valid reports whether the summary still is the one read at epoch e.
 func (f *flagSummary) valid(e uint64) bool { return f.epoch.Load() == e }
+
+// seekIn makes a pass of k probes for a position in set or extra (holding
+// cnt positions between them) not on broker last that accept admits; a pass
+// with no such position left is skipped in one step.
+func (b *binding) seekIn(c *cursor, k int, set, extra bitset, cnt int64, last int32, accept func(int) bool) bool {
+	if last >= 0 {
+		if fp := int(b.firstPos[last]); set.has(fp) || extra != nil && extra.has(fp) {
+			cnt -= int64(b.nq[last])
+		}
+	}
+	if cnt <= 0 {
+		c.skip(k)
+		return false
+	}
+	return c.seek(k, set, extra, accept)
+}

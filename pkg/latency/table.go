@@ -63,7 +63,8 @@ type FaultItem struct {
 type FaultTable struct {
 	clock Clock
 	mode  Mode
-	obs   Observer // set before use by the strategy; nil means none
+	rule  updateRule // the mode's
+	obs   Observer   // nil means none
 
 	mu    sync.Mutex                       // serializes changes to the slot map
 	slots atomic.Pointer[map[string]*slot] // copy on write
@@ -85,14 +86,26 @@ type FaultTable struct {
 
 var _ FaultTolerance = (*FaultTable)(nil)
 
+// TableOption configures a FaultTable.
+type TableOption func(*FaultTable)
+
+// WithTableObserver sets who is told of the table's recoveries and of the
+// isolations its own Update causes (a strategy's updates are told to the
+// strategy's observer).
+func WithTableObserver(obs Observer) TableOption { return func(t *FaultTable) { t.obs = obs } }
+
 // NewFaultTable returns an empty table with mode's update rules (ModeV5
 // extends isolations and keeps reachability; ModeV4 overwrites isolations).
 // A nil clock is RealClock.
-func NewFaultTable(mode Mode, clock Clock) *FaultTable {
+func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	t := &FaultTable{clock: clock, mode: mode.orDefault(), worst: route.NewIndex(nil)}
+	mode = mode.orDefault()
+	t := &FaultTable{clock: clock, mode: mode, rule: updateRules[mode], worst: route.NewIndex(nil)}
+	for _, opt := range opts {
+		opt(t)
+	}
 	m := map[string]*slot{}
 	t.slots.Store(&m)
 	return t
@@ -203,7 +216,9 @@ func span(now, until int64) time.Duration {
 // Update implements FaultTolerance. It allocates nothing for a broker the
 // table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
-	t.update(broker, latency, isolation, reachable, ReasonExplicit, nil)
+	if ev, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
+		t.obs.OnIsolate(ev)
+	}
 }
 
 // bump moves the isolation epoch on.
@@ -211,29 +226,58 @@ func (t *FaultTable) bump() { t.epoch.Add(1) }
 
 // update is Update with the reason the strategy knows, and the backoff
 // policy (nil when off): a failure's isolation is lengthened by it, and an
-// answer that isolates nothing forgives one unit of it.
-func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo *backoff) {
+// answer that isolates nothing forgives one unit of it. It returns the
+// isolation it started or extended, if any, for the caller to report.
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo *backoff) (IsolationEvent, bool) {
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
-	var until int64
-	isolated, extended := false, false
-	if t.mode == ModeV4 {
-		now := t.now()
-		until = addNanos(now, isolation)
-		isolated, extended = s.overwrite(until, now)
-		reachable = true
-	} else if isolation > 0 {
-		until, isolation, isolated, extended = s.extend(t.now(), isolation, reason == ReasonFailure, bo)
-	} else if bo != nil {
-		s.forgive()
-	}
+	r := t.rule(s, isolation, reachable, reason, bo)
+	reachable = r.reachable
 	s.setReachable(reachable)
 	s.present.Store(true)
 	t.ver.Add(1)
-	if isolated && t.obs != nil {
-		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
-			Until: time.Unix(0, until), Reachable: reachable, Extended: extended})
+	if !r.isolated {
+		return IsolationEvent{}, false
 	}
+	return IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: r.given,
+		Until: time.Unix(0, r.until), Reachable: reachable, Extended: r.extended}, true
+}
+
+// updateRule is one mode's rule for what an update does to a broker's
+// isolation.
+type updateRule func(s *slot, isolation time.Duration, reachable bool, reason Reason, bo *backoff) ruleResult
+
+// ruleResult is what an update rule did.
+type ruleResult struct {
+	until     int64         // the isolation's end
+	given     time.Duration // its length
+	isolated  bool          // an isolation started or changed
+	extended  bool          // ... one that was already running
+	reachable bool          // the reachability to record
+}
+
+var updateRules = map[Mode]updateRule{ModeV5: update5, ModeV4: update4}
+
+// update5 is 5.3.3's rule: a positive isolation only ever extends the
+// current one, and reachability is recorded.
+func update5(s *slot, isolation time.Duration, reachable bool, reason Reason, bo *backoff) ruleResult {
+	if isolation > 0 {
+		until, given, ok, extended := s.extend(s.table.now(), isolation, reason == ReasonFailure, bo)
+		return ruleResult{until: until, given: given, isolated: ok, extended: extended, reachable: reachable}
+	}
+	if bo != nil {
+		s.forgive()
+	}
+	return ruleResult{given: isolation, reachable: reachable}
+}
+
+// update4 is 4.9.8's rule: the isolation is overwritten (a zero one ends
+// it), and there is no reachability.
+func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ *backoff) ruleResult {
+	now := s.table.now()
+	until := addNanos(now, isolation)
+	isolated, extended := s.overwrite(until, now)
+	return ruleResult{until: until, given: isolation, isolated: isolated, extended: extended, reachable: true}
 }
 
 // extend isolates s for d from now if that ends later than its current
