@@ -20,7 +20,7 @@ type binding struct {
 	sum      *flagSummary
 	nq       []int32
 	firstPos []int32
-	// cap is the isolation cap's state for this route (policy.go); nil when
+	// cap is the isolation cap's state for this route (isolationcap.go); nil when
 	// the cap is off or cannot bind (too few brokers).
 	cap *capState
 
@@ -159,10 +159,8 @@ func (s *Strategy) newBinding(info *route.PublishInfo, gen uint64) *binding {
 		b.nq[bi]++
 	}
 	b.sum = newFlagSummary(len(b.entries))
-	if s.policies.capFraction > 0 {
-		if limit := capLimit(s.policies.capFraction, len(brokers)); limit < len(brokers) {
-			b.cap = newCapState(limit, slots, b.entries, &s.durations)
-		}
+	if r := s.policies.release; r != nil {
+		b.cap = r.bind(slots, b.entries, &s.durations)
 	}
 	return b
 }

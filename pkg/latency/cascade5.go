@@ -3,7 +3,7 @@ package latency
 import "github.com/mqfault/mqfault/pkg/route"
 
 // cascade5 is RocketMQ 5.3.3's selection cascade (MQFaultStrategy with its
-// filters), with the isolation cap (policy.go) and user filters joined in.
+// filters), with the isolation cap (isolationcap.go) and user filters joined in.
 type cascade5 struct{ s *Strategy }
 
 func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {

@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"math"
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
@@ -187,7 +186,7 @@ func (c Config) Validate() error {
 	if c.Mode == ModeV4 && c.Detector {
 		l.Add(invalid("Detector", true, "mode v4 has no detector"))
 	}
-	c.validatePolicies(&l)
+	validatePolicies(c, &l)
 	for i, f := range c.Filters {
 		if f == nil {
 			l.Add(&ConfigError{Field: "Filters", Item: i + 1, Value: nil, Reason: "filter is nil", Err: ErrInvalidConfig})
@@ -199,32 +198,6 @@ func (c Config) Validate() error {
 		l.Add(invalid("Durations", c.Durations, "is a nil table (leave it nil for the mode's own)"))
 	}
 	return l.Err()
-}
-
-// validatePolicies checks the policies past the reference.
-func (c Config) validatePolicies(l *configerr.List) {
-	f, m := c.MaxIsolatedFraction, c.IsolationBackoff
-	if math.IsNaN(f) || f < 0 || f > 1 {
-		l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))
-	}
-	backoffOK := !math.IsNaN(m) && !math.IsInf(m, 0) && (m == 0 || m >= 1)
-	if !backoffOK {
-		l.Add(invalid("IsolationBackoff", m, "must be 0 (off) or a finite multiplier of at least 1"))
-	}
-	switch {
-	case c.MaxIsolation < 0:
-		l.Add(invalid("MaxIsolation", c.MaxIsolation, "must not be negative"))
-	case backoffOK && m != 0 && c.MaxIsolation == 0:
-		l.Add(&ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on",
-			Related: "IsolationBackoff", Err: ErrInvalidConfig})
-	}
-	switch {
-	case c.BackoffDecay < 0:
-		l.Add(invalid("BackoffDecay", c.BackoffDecay, "must not be negative"))
-	case backoffOK && m != 0 && c.BackoffDecay == 0:
-		l.Add(&ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must be at least 1 while IsolationBackoff is on",
-			Related: "IsolationBackoff", Err: ErrInvalidConfig})
-	}
 }
 
 // nilTable reports whether t is a typed nil of the package's own table types,

@@ -262,7 +262,7 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 		lookup, reason = s.spec.isolationLatency, ReasonFailure
 	}
 	d := s.durations.Load().t.Isolation(lookup)
-	if ev, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.backoff); ok && s.obs != nil {
+	if ev, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
 		s.obs.OnIsolate(ev)
 	}
 }

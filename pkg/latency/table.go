@@ -72,7 +72,7 @@ type FaultTable struct {
 	// epoch is bumped whenever an isolation starts, is extended or ends, and
 	// when an isolated broker's reachability or failure mark changes: the
 	// isolation cap recomputes a route's view when it sees a new epoch
-	// (policy.go).
+	// (isolationcap.go).
 	epoch atomic.Uint64
 	// flags is bumped whenever a slot's isolated or reachable flag flips:
 	// each route's flag summary (routeview.go) is rebuilt when it sees a new
@@ -122,7 +122,7 @@ type slot struct {
 	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
 	checkStamp atomic.Int64 // Unix nanoseconds
 	// failed is set while the isolation was caused (or extended) by a failed
-	// send, and is written under mu; strikes is the backoff's count (policy.go).
+	// send, and is written under mu; strikes is the backoff's count (backoff.go).
 	failed  atomic.Bool
 	strikes atomic.Int64
 
@@ -228,7 +228,7 @@ func (t *FaultTable) bump() { t.epoch.Add(1) }
 // policy (nil when off): a failure's isolation is lengthened by it, and an
 // answer that isolates nothing forgives one unit of it. It returns the
 // isolation it started or extended, if any, for the caller to report.
-func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo *backoff) (IsolationEvent, bool) {
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (IsolationEvent, bool) {
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
 	r := t.rule(s, isolation, reachable, reason, bo)
@@ -245,7 +245,7 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 
 // updateRule is one mode's rule for what an update does to a broker's
 // isolation.
-type updateRule func(s *slot, isolation time.Duration, reachable bool, reason Reason, bo *backoff) ruleResult
+type updateRule func(s *slot, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) ruleResult
 
 // ruleResult is what an update rule did.
 type ruleResult struct {
@@ -260,20 +260,20 @@ var updateRules = map[Mode]updateRule{ModeV5: update5, ModeV4: update4}
 
 // update5 is 5.3.3's rule: a positive isolation only ever extends the
 // current one, and reachability is recorded.
-func update5(s *slot, isolation time.Duration, reachable bool, reason Reason, bo *backoff) ruleResult {
+func update5(s *slot, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) ruleResult {
 	if isolation > 0 {
 		until, given, ok, extended := s.extend(s.table.now(), isolation, reason == ReasonFailure, bo)
 		return ruleResult{until: until, given: given, isolated: ok, extended: extended, reachable: reachable}
 	}
 	if bo != nil {
-		s.forgive()
+		bo.answered(s)
 	}
 	return ruleResult{given: isolation, reachable: reachable}
 }
 
 // update4 is 4.9.8's rule: the isolation is overwritten (a zero one ends
 // it), and there is no reachability.
-func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ *backoff) ruleResult {
+func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ isolationHook) ruleResult {
 	now := s.table.now()
 	until := addNanos(now, isolation)
 	isolated, extended := s.overwrite(until, now)
@@ -285,7 +285,7 @@ func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ *backoff) rul
 // first. It returns the end it computed, the isolation it gave, and whether
 // the isolation changed, and whether it was one already running (extended,
 // not begun).
-func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (until int64, given time.Duration, ok, extended bool) {
+func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook) (until int64, given time.Duration, ok, extended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if failure && bo != nil {
