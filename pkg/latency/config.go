@@ -62,8 +62,7 @@ type Config struct {
 	// The policies past the reference (DESIGN.md section 4) follow. Each is
 	// off at its zero value, as in Reference5 and Reference4, and
 	// DefaultConfig turns each on. They extend mode v5 only (a v4 strategy,
-	// which reproduces 4.9.8, ignores them), and work with the built-in
-	// fault table only (a strategy over another FaultTolerance ignores them).
+	// which reproduces 4.9.8, ignores them).
 
 	// MaxIsolatedFraction caps the share of a route's brokers that picks
 	// avoid as isolated at once (Envoy's max ejection percent, counted as
@@ -77,18 +76,10 @@ type Config struct {
 	// ending sooner, then the lower latency, then the name
 	// (Strategy.Released lists them). A retry still prefers a broker that
 	// nothing isolates to one the cap keeps in service. The table itself,
-	// its items and its events are unchanged. 0 turns the cap off (so does
-	// 1); otherwise it is in (0, 1].
-	//
-	// The pick stays a few flag reads: the table bumps an isolation epoch
-	// whenever an isolation starts, is extended or ends, or an isolated
-	// broker's reachability changes; each route's memo keeps two views of
-	// which isolated brokers stay in service, with the epoch each was
-	// computed at. A pick compares the current view's epoch with the
-	// table's; on a change, the goroutine that wins a CAS recomputes the
-	// other view into memory allocated with the memo and publishes it,
-	// while concurrent picks use the previous one. A newly isolated broker
-	// is avoided at once (its own flag), before any recompute.
+	// its items and its events are unchanged. A newly isolated broker is
+	// avoided at once; picks keep costing what they cost without the cap
+	// (BenchmarkSelect/.../policies). 0 turns the cap off (so does 1);
+	// otherwise it is in (0, 1].
 	MaxIsolatedFraction float64
 	// IsolationBackoff lengthens the isolation of repeat offenders (Envoy
 	// and gRPC outlier detection): a broker's failure isolation is the

@@ -24,6 +24,9 @@ import (
 // The reference probes one broker after another; a Detector probes up to
 // parallel at once (1 by default), taking each item in broker-name order as a
 // probe slot frees up, so with parallel 1 it is the reference's round.
+//
+// A Strategy builds its Detector (WithResolver); the zero Detector has no
+// table, and its Round reports nothing.
 type Detector struct {
 	table    *FaultTable
 	resolver Resolver
@@ -59,8 +62,11 @@ type roundCounters struct {
 // (answered, failed, or run into its timeout). Cancelling ctx stops it from
 // starting probes and makes the running ones inconclusive.
 func (d *Detector) Round(ctx context.Context) RoundReport {
+	if d.table == nil {
+		return RoundReport{}
+	}
 	var c roundCounters
-	sem := make(chan struct{}, d.parallel)
+	sem := make(chan struct{}, max(d.parallel, 1))
 	var wg sync.WaitGroup
 loop:
 	for _, sl := range d.table.presentSlots() {

@@ -94,12 +94,12 @@ func Stages() []Stage {
 // With the isolation cap on (Config.MaxIsolatedFraction), a broker that the
 // fault table isolates but the cap keeps in service counts as available in
 // stage (1), except that a retry (in.LastBroker set) first makes a pass for
-// a broker nothing isolates; see Config.MaxIsolatedFraction for how a pick
-// reads the cap at the cost of a few flag loads.
+// a broker nothing isolates.
 //
-// Select is safe for concurrent use. With the built-in fault table it never
-// blocks and allocates nothing (the first pick on a new publish info builds
-// the strategy's per-route memo).
+// Select is safe for concurrent use, never blocks, takes no lock and
+// allocates nothing, however many brokers are isolated (the first pick on a
+// publish info the strategy was not told of with RouteChanged builds what
+// the strategy keeps for it).
 func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if info.Len() == 0 {
 		return Pick{}, false

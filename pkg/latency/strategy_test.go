@@ -64,3 +64,21 @@ func TestSharedTableObservers(t *testing.T) {
 		t.Errorf("Table() = %p, %p, want the table given (%p)", s1.Table(), s2.Table(), table)
 	}
 }
+
+// TestZeroDetectorRound: a zero Detector (no table) reports an empty round
+// instead of panicking or blocking.
+func TestZeroDetectorRound(t *testing.T) {
+	done := make(chan latency.RoundReport, 1)
+	go func() {
+		var d latency.Detector
+		done <- d.Round(t.Context())
+	}()
+	select {
+	case rep := <-done:
+		if rep != (latency.RoundReport{}) {
+			t.Errorf("zero Detector Round() = %+v, want an empty report", rep)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("zero Detector Round() did not return")
+	}
+}

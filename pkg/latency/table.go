@@ -18,9 +18,10 @@ import (
 // and reachable. Implementations must be safe for concurrent use and must not
 // block; IsAvailable and IsReachable may be called on the pick path.
 //
-// *FaultTable is the built-in implementation, and the only one the strategy's
-// allocation-free pick path and the detector work with; any other
-// implementation is asked once per broker of the route on every Select.
+// *FaultTable is its implementation, and the one a Strategy keeps its state
+// in (its own, or one given with WithFaultTable); the interface is how
+// readers that only need the table's operations (observers, HTTP handlers,
+// tests with mocks) see it.
 type FaultTolerance interface {
 	// Update records a send to broker that took latency: the item's latency
 	// becomes latency, its reachability reachable (v4 has none), and a
