@@ -30,11 +30,29 @@ type binding struct {
 	// write).
 	leastBadOf []atomic.Pointer[[]route.MessageQueue]
 	leastBad   atomic.Pointer[map[string][]route.MessageQueue]
+	// bySlot maps a slot id to its broker's index in the route plus one (0:
+	// not in the route), and writeNums is each route broker's write queue
+	// count: the least-bad pick reads them instead of looking names up.
+	bySlot    []int32
+	slots     []*slot
+	writeNums []int
 }
 
-// leastBadQueue returns queue id of broker (of nums write queues), made once.
-func (b *binding) leastBadQueue(info *route.PublishInfo, topic, broker string, nums, id int) *route.MessageQueue {
-	if bi, ok := info.BrokerIndex(broker); ok {
+// brokerOf returns the route's index of sl's broker, or -1.
+func (b *binding) brokerOf(sl *slot) int {
+	if sl == nil || int(sl.id) >= len(b.bySlot) {
+		return -1
+	}
+	if bi := int(b.bySlot[sl.id]) - 1; bi >= 0 && b.slots[bi] == sl {
+		return bi
+	}
+	return -1
+}
+
+// leastBadQueue returns queue id of broker (of nums write queues), made
+// once; bi is the broker's index in the route, or -1.
+func (b *binding) leastBadQueue(bi int, topic, broker string, nums, id int) *route.MessageQueue {
+	if bi >= 0 {
 		at := &b.leastBadOf[bi]
 		qs := at.Load()
 		if qs == nil || len(*qs) != nums {
@@ -159,6 +177,17 @@ func (s *Strategy) newBinding(info *route.PublishInfo, gen uint64) *binding {
 		b.nq[bi]++
 	}
 	b.sum = newFlagSummary(len(b.entries))
+	b.slots = slots
+	b.writeNums = make([]int, len(brokers))
+	maxID := int32(-1)
+	for bi, sl := range slots {
+		maxID = max(maxID, sl.id)
+		b.writeNums[bi] = info.WriteQueueNums(brokers[bi])
+	}
+	b.bySlot = make([]int32, maxID+1)
+	for bi, sl := range slots {
+		b.bySlot[sl.id] = int32(bi) + 1
+	}
 	if r := s.policies.release; r != nil {
 		b.cap = r.bind(slots, b.entries, &s.durations)
 	}

@@ -34,15 +34,23 @@ func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		c.done()
 	}
 	var broker string
+	var sl *slot
 	var ok bool
 	if s.walkOnly {
 		broker, ok = s.table.pickLeastBadSorting(-1)
 	} else {
-		broker, ok = s.table.PickLeastBad()
+		broker, sl, ok = s.table.leastBad()
 	}
-	nums := -1
+	nums, bi := -1, -1
 	if ok {
-		nums = info.WriteQueueNums(broker)
+		if sl == nil {
+			sl = s.table.lookup(broker)
+		}
+		if bi = b.brokerOf(sl); bi >= 0 {
+			nums = b.writeNums[bi]
+		} else {
+			nums = info.WriteQueueNums(broker)
+		}
 	}
 	if nums > 0 {
 		// The reference makes an unfiltered pick, keeps only its topic, and
@@ -52,7 +60,7 @@ func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		if s.stages != nil {
 			s.stages.add(StageLeastBad)
 		}
-		return Pick{Queue: b.leastBadQueue(info, q.Topic, broker, nums, id), Stage: StageLeastBad, Reporter: s}, true
+		return Pick{Queue: b.leastBadQueue(bi, q.Topic, broker, nums, id), Stage: StageLeastBad, Reporter: s}, true
 	}
 	if ok {
 		s.table.Remove(broker)

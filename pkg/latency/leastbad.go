@@ -29,10 +29,10 @@ type leastBadCache struct {
 type leastBadOrder struct {
 	ver atomic.Uint64 // the table's ver it was sorted at; noVer while written
 	n   atomic.Int64
-	// names holds the order in its first n entries; it is replaced (grown)
+	// slots holds the order in its first n entries; it is replaced (grown)
 	// before n is raised, so a reader that loads n first never indexes
 	// past it.
-	names atomic.Pointer[[]atomic.Pointer[string]]
+	slots atomic.Pointer[[]atomic.Pointer[slot]]
 }
 
 const noVer = ^uint64(0)
@@ -41,13 +41,20 @@ type leastBadKey struct {
 	available bool
 	latency   int64
 	until     int64
-	name      *string
+	slot      *slot
 }
 
 // PickLeastBad implements FaultTolerance (4.x pickOneAtLeast). The round robin
 // over the better half steps WorstIndex. Over a table that has not changed
 // since the last call it allocates nothing and takes no lock.
 func (t *FaultTable) PickLeastBad() (string, bool) {
+	name, _, ok := t.leastBad()
+	return name, ok
+}
+
+// leastBad is PickLeastBad that also returns the broker's slot when it read
+// the kept order (nil when it had to sort).
+func (t *FaultTable) leastBad() (string, *slot, bool) {
 	o := t.rank.current.Load()
 	if o == nil || o.ver.Load() != t.ver.Load() {
 		o = t.rank.resort(t)
@@ -55,25 +62,27 @@ func (t *FaultTable) PickLeastBad() (string, bool) {
 	if o != nil {
 		e := o.ver.Load()
 		n := int(o.n.Load())
-		var name *string
+		var sl *slot
 		worst := int32(-1)
 		switch n {
 		case 0:
 		case 1:
-			name = (*o.names.Load())[0].Load()
+			sl = (*o.slots.Load())[0].Load()
 		default:
 			worst = t.worst.Next()
-			name = (*o.names.Load())[int(worst)%(n/2)].Load()
+			sl = (*o.slots.Load())[int(worst)%(n/2)].Load()
 		}
 		if e != noVer && o.ver.Load() == e {
-			if name == nil {
-				return "", false
+			if sl == nil {
+				return "", nil, false
 			}
-			return *name, true
+			return sl.name, sl, true
 		}
-		return t.pickLeastBadSorting(worst) // rewritten under us
+		name, ok := t.pickLeastBadSorting(worst) // rewritten under us
+		return name, nil, ok
 	}
-	return t.pickLeastBadSorting(-1)
+	name, ok := t.pickLeastBadSorting(-1)
+	return name, nil, ok
 }
 
 // pickLeastBadSorting is PickLeastBad without the cache: it sorts a fresh
@@ -110,20 +119,20 @@ func (c *leastBadCache) resort(t *FaultTable) *leastBadOrder {
 	for _, s := range *t.slots.Load() {
 		if s.present.Load() {
 			c.keys = append(c.keys, leastBadKey{
-				available: !s.isolated.Load(), latency: s.latency.Load(), until: s.until.Load(), name: &s.name,
+				available: !s.isolated.Load(), latency: s.latency.Load(), until: s.until.Load(), slot: s,
 			})
 		}
 	}
 	slices.SortFunc(c.keys, compareLeastBadKey)
 	o.ver.Store(noVer)
-	names := o.names.Load()
-	if names == nil || len(*names) < len(c.keys) {
-		grown := make([]atomic.Pointer[string], cap(c.keys))
-		names = &grown
-		o.names.Store(names)
+	slots := o.slots.Load()
+	if slots == nil || len(*slots) < len(c.keys) {
+		grown := make([]atomic.Pointer[slot], cap(c.keys))
+		slots = &grown
+		o.slots.Store(slots)
 	}
 	for i, k := range c.keys {
-		(*names)[i].Store(k.name)
+		(*slots)[i].Store(k.slot)
 	}
 	o.n.Store(int64(len(c.keys)))
 	o.ver.Store(v)
@@ -144,7 +153,7 @@ func compareLeastBadKey(a, b leastBadKey) int {
 	if c := cmp.Compare(a.until, b.until); c != 0 {
 		return c
 	}
-	return strings.Compare(*a.name, *b.name)
+	return strings.Compare(a.slot.name, b.slot.name)
 }
 
 func compareLeastBad(a, b FaultItem) int {

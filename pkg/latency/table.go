@@ -67,9 +67,10 @@ type FaultTable struct {
 	rule  updateRule // the mode's
 	obs   Observer   // nil means none
 
-	mu    sync.Mutex                       // serializes changes to the slot map
-	slots atomic.Pointer[map[string]*slot] // copy on write
-	gen   atomic.Uint64                    // bumped whenever a slot leaves the map
+	mu     sync.Mutex                       // serializes changes to the slot map
+	nextID int32                            // the next slot's id; guarded by mu
+	slots  atomic.Pointer[map[string]*slot] // copy on write
+	gen    atomic.Uint64                    // bumped whenever a slot leaves the map
 	// epoch is bumped whenever an isolation starts, is extended or ends, and
 	// when an isolated broker's reachability or failure mark changes: the
 	// isolation cap recomputes a route's view when it sees a new epoch
@@ -119,6 +120,7 @@ type slot struct {
 	present   atomic.Bool // the broker has an item (Update made one, Remove dropped it)
 
 	name       string
+	id         int32        // unique in the table, from 0 (a binding's index of its slots)
 	latency    atomic.Int64 // nanoseconds
 	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
 	checkStamp atomic.Int64 // Unix nanoseconds
@@ -136,8 +138,10 @@ type slot struct {
 	ended bool
 }
 
+// newSlot makes broker name's slot. Caller must hold t.mu.
 func newSlot(t *FaultTable, name string) *slot {
-	s := &slot{name: name, table: t}
+	s := &slot{name: name, table: t, id: t.nextID}
+	t.nextID++
 	s.reachable.Store(true)
 	return s
 }
