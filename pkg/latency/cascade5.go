@@ -24,13 +24,30 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	}
 	c := newCursor(info.Index(), n)
 	if v == nil && b.sum.nAvail.Load() == 0 { // all isolated, as last summarized
-		return c5.cascade(info, b, v, -1, c)
+		return c5.allIsolated(info, b, c)
 	}
 	p := c.next()
 	if e := &b.entries[p]; !e.s.isolated.Load() || v.releases(e.broker) {
 		return s.picked(info, p, StageAvailable)
 	}
 	return c5.cascade(info, b, v, -1, c)
+}
+
+// allIsolated is the fast path's pick when no queue of the route is
+// available (a cluster-wide outage): the first pass makes its n probes in
+// vain, and when every broker is reachable the second takes its first
+// probe, so the pick is one move of the index by n+1.
+func (c5 cascade5) allIsolated(info *route.PublishInfo, b *binding, c cursor) (Pick, bool) {
+	s, f, n := c5.s, b.sum, c.n
+	if e, ok := f.fresh(s.table, b.entries); ok && !s.walkOnly && f.nAvail.Load() == 0 && f.nReach.Load() == int64(n) {
+		c.claimAhead(int32(n) + 1)
+		p := route.Position(c.v+int32(n)+1, n)
+		if f.valid(e) {
+			return s.picked(info, p, StageReachable)
+		}
+		return c5.walk(info, b, nil, -1, c)
+	}
+	return c5.cascade(info, b, nil, -1, c)
 }
 
 // pickSlow is pick for every case but the common one.
