@@ -33,15 +33,16 @@ func (c *StageCounter) add(st Stage) {
 }
 
 // shardOfGoroutine hashes the address of a variable on the caller's stack:
-// it is the same for every pick a goroutine makes at the same depth (stacks
-// are at least 8 KiB and picks run at about one depth), and differs between
-// goroutines, which run on their own stacks. A goroutine whose stack moves
+// it is the same for every pick a goroutine makes at about the same depth,
+// and differs between goroutines, which run on stacks of their own (2 KiB
+// apart at the least, hence the shift by 11). A goroutine whose stack moves
 // (it grew) simply counts on another shard from then on. Go offers no
 // cheaper handle on the running CPU or goroutine.
 func shardOfGoroutine() uint64 {
 	var here byte
-	a := uint64(uintptr(unsafe.Pointer(&here))) >> 13
-	return (a * 0x9E3779B97F4A7C15) >> (64 - stageShardBits) // Fibonacci hashing
+	x := uint64(uintptr(unsafe.Pointer(&here))) >> 11
+	// Fibonacci hashing: neighbouring stacks land far apart.
+	return (x * 0x9E3779B97F4A7C15) >> (64 - stageShardBits)
 }
 
 // Count returns how many picks stage st answered.
