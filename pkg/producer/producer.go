@@ -460,13 +460,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 		p.sendDone(ev)
 		return res, nil
 	}
-	stop := StopFailed
-	switch o.Class {
-	case ClassBroker:
-		stop = StopBrokerError
-	case ClassCancelled:
-		stop = StopCancelled
-	}
+	stop := o.Class.FailedStop()
 	err := &SendError{Topic: msg.Topic, Kind: KindSync, Attempts: 1, Brokers: []string{q.BrokerName}, Elapsed: ev.Elapsed, Stop: stop, Err: o.Err}
 	ev.Stop, ev.Err = stop, err
 	p.sendDone(ev)
