@@ -169,6 +169,7 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	// 2. The producer, composed by the injector with the TCP detector.
 	start := time.Now()
 	con := &console{w: out, start: start}
+	out = con // from here on, everything is written under the console's lock
 	names := []string{fast, slow, dead}
 	watch := newWatcher(con, names, start.Add(opts.Duration/2))
 	reg := prometheus.NewRegistry()

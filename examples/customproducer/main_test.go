@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 //  1. the slow broker and the dead broker are isolated, and the output says so;
 //  2. in the second half of the run the healthy broker carries the traffic;
 //  3. /metrics was served on 127.0.0.1 and counted the isolations as the
-//     summary does, for both producers sharing the registry.
+//     summary does, for both producers sharing the registry;
+//  4. nothing is printed after the summary.
 func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real brokers for 5 s")
@@ -40,6 +41,13 @@ func TestRun(t *testing.T) {
 		t.Fatalf("run() error = %v\n%s", err, out.String())
 	}
 	t.Logf("output:\n%s", out.String())
+	// 4. Nothing is printed after the summary: the strategy's observer is
+	// silent once the injector's cleanup has closed it.
+	if _, after, ok := strings.Cut(out.String(), "\nsummary"); !ok {
+		t.Error("the output has no summary")
+	} else if strings.Contains(after, "t=") {
+		t.Errorf("a line was printed after the summary began:\n%s", after)
+	}
 
 	for _, b := range []string{slow, dead} {
 		if res.Brokers[b].Isolations == 0 {

@@ -22,6 +22,15 @@ type console struct {
 	start time.Time
 }
 
+// Write writes p under the console's lock, unstamped: the run's other
+// output (its header, the slog handler, the summary) goes through it, so
+// no write races with a line an observer prints.
+func (c *console) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w.Write(p)
+}
+
 func (c *console) printf(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

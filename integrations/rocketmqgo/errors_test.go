@@ -45,8 +45,8 @@ func TestMapError(t *testing.T) {
 			class: mqproducer.ClassCancelled, is: mqproducer.ErrInterrupted},
 		{name: "producer not running", ctx: live, err: rmqerrors.ErrNotRunning,
 			class: mqproducer.ClassCancelled, is: rmqerrors.ErrNotRunning},
-		{name: "broker error", ctx: live, err: fmt.Errorf("CODE: %d, DESC: %s", 2, "[TIMEOUT_CLEAN_QUEUE]broker busy"),
-			class: mqproducer.ClassBroker, code: 2, remark: "[TIMEOUT_CLEAN_QUEUE]broker busy"},
+		{name: "busy (flow control)", ctx: live, err: fmt.Errorf("CODE: %d, DESC: %s", 2, "[TIMEOUT_CLEAN_QUEUE]broker busy"),
+			class: mqproducer.ClassBusy, code: 2, remark: "[TIMEOUT_CLEAN_QUEUE]broker busy"},
 		{name: "broker error with an empty remark", ctx: live, err: errors.New("CODE: 17, DESC: "),
 			class: mqproducer.ClassBroker, code: 17},
 		{name: "broker error wrapped by an interceptor", ctx: live, err: pkgerrors.Wrap(errors.New("CODE: 13, DESC: bad, really"), "trace"),
@@ -82,7 +82,7 @@ func TestMapError(t *testing.T) {
 				if errors.As(err, &te) && (te.Broker != "broker-a" || te.Addr != "127.0.0.1:10911") {
 					t.Errorf("TransportError names %q at %q, want broker-a at 127.0.0.1:10911", te.Broker, te.Addr)
 				}
-			case mqproducer.ClassBroker:
+			case mqproducer.ClassBroker, mqproducer.ClassBusy:
 				var be *mqproducer.BrokerError
 				if !errors.As(err, &be) {
 					t.Fatalf("mapError(%v) = %v, want a *BrokerError", tt.err, err)

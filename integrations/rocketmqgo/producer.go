@@ -377,13 +377,7 @@ func (p *Producer) sendDirect(ctx context.Context, msg *primitive.Message, mode 
 	} else {
 		err = &mqproducer.TransportError{Broker: broker, Err: errNoAnswer}
 	}
-	stop := mqproducer.StopFailed
-	switch mqproducer.Classify(mqproducer.Result{}, err).Class {
-	case mqproducer.ClassBroker:
-		stop = mqproducer.StopBrokerError
-	case mqproducer.ClassCancelled:
-		stop = mqproducer.StopCancelled
-	}
+	stop := mqproducer.Classify(mqproducer.Result{}, err).Class.FailedStop()
 	var brokers []string
 	if broker != "" {
 		brokers = []string{broker}

@@ -666,19 +666,12 @@ func queueRefOrNull(q *route.MessageQueue, ok bool) string {
 	return q.String()
 }
 
-func queueOrNull(q route.MessageQueue, ok bool) string {
-	if !ok {
-		return "null"
-	}
-	return q.String()
-}
-
 func (m *machine) opTPSelect(a []string) error {
 	if err := m.needRoute(); err != nil {
 		return err
 	}
-	q, ok := m.info.SelectAvoiding(brokerArg(a[0]))
-	m.printf("tpselect %s -> %s", a[0], queueOrNull(q, ok))
+	q, ok := latency.SelectAvoiding(m.info, brokerArg(a[0]))
+	m.printf("tpselect %s -> %s", a[0], queueRefOrNull(q, ok))
 	return nil
 }
 

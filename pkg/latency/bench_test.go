@@ -74,6 +74,12 @@ var selectCases = []selectCase{
 	{"v5/16x4/isolated=4/policies", ModeV5, 16, 4, 4, []func(*Config){withPolicies}},
 	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
 	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
+	// Every broker isolated (a cluster-wide outage): each pass of the
+	// cascade finds nothing, and the pick must cost what a healthy one does.
+	{"v5/16x4/isolated=16", ModeV5, 16, 4, 16, nil},
+	{"v5/1024x4/isolated=0", ModeV5, 1024, 4, 0, nil},
+	{"v5/1024x4/isolated=1024", ModeV5, 1024, 4, 1024, nil},
+	{"v4/1024x4/isolated=1024", ModeV4, 1024, 4, 1024, nil},
 }
 
 // BenchmarkSelect measures one pick on one goroutine. baseline is a bare
@@ -136,6 +142,29 @@ func BenchmarkSelectParallel(b *testing.B) {
 	for _, c := range selectCases {
 		b.Run(c.name, func(b *testing.B) {
 			s, info := benchRoute(b, c.mode, c.brokers, c.queues, c.isolated, c.change...)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var q route.MessageQueue
+				for pb.Next() {
+					p, _ := s.Select(info, PickInfo{})
+					q = *p.Queue
+				}
+				sinkQueue = q
+			})
+		})
+	}
+}
+
+// BenchmarkSelectParallelCounted is BenchmarkSelectParallel's
+// v5/16x4/isolated=4 with and without a StageCounter: what counting picks by
+// stage costs when goroutines pick at once.
+func BenchmarkSelectParallelCounted(b *testing.B) {
+	for _, counted := range []bool{false, true} {
+		b.Run(fmt.Sprintf("v5/16x4/isolated=4/counted=%t", counted), func(b *testing.B) {
+			s, info := benchRoute(b, ModeV5, 16, 4, 4)
+			if counted {
+				s.stages = NewStageCounter()
+			}
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				var q route.MessageQueue

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
 // This file holds the busy-is-load policy (Config.BusyDecay): a broker's
@@ -28,18 +30,30 @@ import (
 // reach Config.BusyIsolateAfter (the busy-is-load policy).
 const ReasonBusy Reason = "busy"
 
-// busyLoad is the busy-is-load policy's settings; nil when off.
+// busyLoadPolicy registers the busy-is-load policy (policy.go).
+var busyLoadPolicy = policyKind{
+	validate: func(c Config, l *configerr.List) {
+		if c.BusyDecay < 0 {
+			l.Add(invalid("BusyDecay", c.BusyDecay, "must not be negative (0 turns the busy-is-load policy off)"))
+		}
+		if c.BusyIsolateAfter < 0 {
+			l.Add(invalid("BusyIsolateAfter", c.BusyIsolateAfter, "must not be negative (0 never isolates for busy answers)"))
+		}
+	},
+	install: func(c Config, p *policies) {
+		if c.BusyDecay > 0 {
+			p.outcomes = append(p.outcomes, &busyLoad{decay: c.BusyDecay, isolateAt: float64(c.BusyIsolateAfter)})
+		}
+	},
+}
+
+// busyLoad is the busy-is-load policy's outcome hook.
 type busyLoad struct {
 	decay     time.Duration
 	isolateAt float64
 }
 
-func newBusyLoad(cfg Config) *busyLoad {
-	if cfg.BusyDecay <= 0 || cfg.Mode == ModeV4 {
-		return nil
-	}
-	return &busyLoad{decay: cfg.BusyDecay, isolateAt: float64(cfg.BusyIsolateAfter)}
-}
+var _ outcomeHook = (*busyLoad)(nil)
 
 // penalty is one broker's load penalty: a value that fades exponentially
 // from its stamp. Written on busy answers only (never on the pick path);
@@ -76,24 +90,29 @@ func fade(v float64, elapsed int64, decay time.Duration) float64 {
 	return v * math.Exp(-float64(elapsed)/float64(decay))
 }
 
-// reportBusy is Report for a busy answer under the policy: it adds to the
-// broker's penalty and, when the penalty reaches the threshold, isolates the
-// broker for the decay time as load. The broker stays reachable. It returns
-// the update made.
-func (s *Strategy) reportBusy(broker string, o Outcome) FaultUpdate {
+// report takes a busy answer under the policy: it adds to the broker's
+// penalty and, when the penalty reaches the threshold, isolates the broker
+// for the decay time as load. The broker stays reachable; a busy answer
+// neither raises nor forgives a backoff level. Other classes go to the
+// mode's rules.
+func (b *busyLoad) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
+	if o.Class != ClassBusy {
+		return FaultUpdate{}, false
+	}
 	u := FaultUpdate{Broker: broker, Latency: max(o.Latency, 0), Reachable: true}
 	if !s.faultOn.Load() {
-		return u
+		return u, true
 	}
 	sl := s.table.slotFor(broker)
-	level := sl.busy.add(s.table.now(), s.busyLoad.decay)
+	level := sl.busy.add(s.table.now(), b.decay)
 	d := s.durations.Load().t.Isolation(u.Latency) // a busy answer that waited long is slow too
-	if s.busyLoad.isolateAt > 0 && level >= s.busyLoad.isolateAt {
-		d, u.Isolation = max(d, s.busyLoad.decay), true
+	if b.isolateAt > 0 && level >= b.isolateAt {
+		d, u.Isolation = max(d, b.decay), true
 	}
-	// bo nil: a busy answer neither raises nor forgives a backoff level.
-	s.table.update(broker, u.Latency, d, true, ReasonBusy, nil)
-	return u
+	if ev, ok := s.table.update(broker, u.Latency, d, true, ReasonBusy, nil); ok && s.obs != nil {
+		s.obs.OnIsolate(ev)
+	}
+	return u, true
 }
 
 // BusyPenalty returns broker's load penalty now (about how many busy answers
@@ -101,12 +120,18 @@ func (s *Strategy) reportBusy(broker string, o Outcome) FaultUpdate {
 // busy-is-load policy is off or the broker never answered busy. Safe for
 // concurrent use.
 func (s *Strategy) BusyPenalty(broker string) float64 {
-	if s.busyLoad == nil || s.table == nil {
+	var b *busyLoad
+	for _, h := range s.policies.outcomes {
+		if bl, ok := h.(*busyLoad); ok {
+			b = bl
+		}
+	}
+	if b == nil {
 		return 0
 	}
 	sl := s.table.lookup(broker)
 	if sl == nil {
 		return 0
 	}
-	return sl.busy.at(s.table.now(), s.busyLoad.decay)
+	return sl.busy.at(s.table.now(), b.decay)
 }

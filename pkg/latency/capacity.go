@@ -1,5 +1,7 @@
 package latency
 
+import "github.com/mqfault/mqfault/internal/configerr"
+
 // This file holds the rule that makes the isolation cap follow capacity
 // (Config.CapHoldsBusy). The cap (policy.go) keeps the least bad isolated
 // brokers in service when more than MaxIsolatedFraction of a route is
@@ -24,12 +26,36 @@ package latency
 // answer failed 24,769 in short-capacity-open: late answers put the busy
 // broker back in the cap's reach.
 
-// notePushBack records whether the outcome just reported for broker was a
+// capHoldPolicy registers the rule (policy.go); it has no settings of its
+// own to check.
+var capHoldPolicy = policyKind{
+	validate: func(Config, *configerr.List) {},
+	install: func(c Config, p *policies) {
+		if c.CapHoldsBusy && p.release != nil {
+			p.outcomes = append(p.outcomes, capHold{})
+		}
+	},
+}
+
+// capHold is the rule's outcome hook: it notes whether a failed attempt was
+// a busy answer, and leaves the update to the rules.
+type capHold struct{}
+
+var _ outcomeHook = capHold{}
+
+func (capHold) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
+	if o.Class != ClassAnswered && o.Class != ClassCancelled {
+		s.notePushBack(broker, o.Class == ClassBusy)
+	}
+	return FaultUpdate{}, false
+}
+
+// notePushBack records whether the failure just reported for broker was a
 // busy answer, moving the table's isolation epoch on when that changes (the
 // cap's views are recomputed on the next pick). It allocates nothing for a
 // known broker; it writes the flag only when it changes.
 func (s *Strategy) notePushBack(broker string, busy bool) {
-	if s.table == nil || !s.faultOn.Load() {
+	if !s.faultOn.Load() {
 		return
 	}
 	var sl *slot

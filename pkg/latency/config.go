@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"math"
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
@@ -63,8 +62,7 @@ type Config struct {
 	// The policies past the reference (DESIGN.md section 4) follow. Each is
 	// off at its zero value, as in Reference5 and Reference4, and
 	// DefaultConfig turns each on. They extend mode v5 only (a v4 strategy,
-	// which reproduces 4.9.8, ignores them), and work with the built-in
-	// fault table only (a strategy over another FaultTolerance ignores them).
+	// which reproduces 4.9.8, ignores them).
 
 	// MaxIsolatedFraction caps the share of a route's brokers that picks
 	// avoid as isolated at once (Envoy's max ejection percent, counted as
@@ -78,18 +76,10 @@ type Config struct {
 	// ending sooner, then the lower latency, then the name
 	// (Strategy.Released lists them). A retry still prefers a broker that
 	// nothing isolates to one the cap keeps in service. The table itself,
-	// its items and its events are unchanged. 0 turns the cap off (so does
-	// 1); otherwise it is in (0, 1].
-	//
-	// The pick stays a few flag reads: the table bumps an isolation epoch
-	// whenever an isolation starts, is extended or ends, or an isolated
-	// broker's reachability changes; each route's memo keeps two views of
-	// which isolated brokers stay in service, with the epoch each was
-	// computed at. A pick compares the current view's epoch with the
-	// table's; on a change, the goroutine that wins a CAS recomputes the
-	// other view into memory allocated with the memo and publishes it,
-	// while concurrent picks use the previous one. A newly isolated broker
-	// is avoided at once (its own flag), before any recompute.
+	// its items and its events are unchanged. A newly isolated broker is
+	// avoided at once; picks keep costing what they cost without the cap
+	// (BenchmarkSelect/.../policies). 0 turns the cap off (so does 1);
+	// otherwise it is in (0, 1].
 	MaxIsolatedFraction float64
 	// IsolationBackoff lengthens the isolation of repeat offenders (Envoy
 	// and gRPC outlier detection): a broker's failure isolation is the
@@ -115,7 +105,8 @@ type Config struct {
 	// flow-control answer (ClassBusy) adds one unit to its load penalty,
 	// which fades exponentially with this time constant, and neither
 	// isolates it as a failure nor marks it unreachable (the reference does
-	// both). 0 turns it off; otherwise positive.
+	// both). 0 turns it off; otherwise positive. Off in every preset: see
+	// POLICIES.md for why the mqfault preset leaves it off.
 	BusyDecay time.Duration
 	// BusyIsolateAfter is the load penalty at which a busy broker is
 	// isolated as load (ReasonBusy, still reachable) for BusyDecay: it
@@ -128,7 +119,7 @@ type Config struct {
 	// failure of another class replaces it; it still counts as isolated. So
 	// the cap restores capacity with slow or failing brokers only, never by
 	// sending more to a broker that pushes back. It takes effect with the
-	// cap on.
+	// cap on (MaxIsolatedFraction).
 	CapHoldsBusy bool
 }
 
@@ -167,7 +158,9 @@ func Reference4() Config {
 //     that fails again soon after its isolation ends is isolated 20 s, then
 //     40 s, then 60 s (the v5 table gives 10 s), and 1000 answered sends
 //     forgive one step;
-//   - ProbeFailures: a broker whose probe fails is unreachable.
+//   - ProbeFailures: a broker whose probe fails is unreachable;
+//   - CapHoldsBusy: the cap never keeps in service a broker isolated for
+//     answering busy.
 //
 // pkg/latency/POLICIES.md justifies each value with the simulator's results.
 func DefaultConfig() Config {
@@ -207,7 +200,7 @@ func (c Config) Validate() error {
 	if c.Mode == ModeV4 && c.Detector {
 		l.Add(invalid("Detector", true, "mode v4 has no detector"))
 	}
-	c.validatePolicies(&l)
+	validatePolicies(c, &l)
 	for i, f := range c.Filters {
 		if f == nil {
 			l.Add(&ConfigError{Field: "Filters", Item: i + 1, Value: nil, Reason: "filter is nil", Err: ErrInvalidConfig})
@@ -219,38 +212,6 @@ func (c Config) Validate() error {
 		l.Add(invalid("Durations", c.Durations, "is a nil table (leave it nil for the mode's own)"))
 	}
 	return l.Err()
-}
-
-// validatePolicies checks the policies past the reference.
-func (c Config) validatePolicies(l *configerr.List) {
-	f, m := c.MaxIsolatedFraction, c.IsolationBackoff
-	if math.IsNaN(f) || f < 0 || f > 1 {
-		l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))
-	}
-	backoffOK := !math.IsNaN(m) && !math.IsInf(m, 0) && (m == 0 || m >= 1)
-	if !backoffOK {
-		l.Add(invalid("IsolationBackoff", m, "must be 0 (off) or a finite multiplier of at least 1"))
-	}
-	switch {
-	case c.MaxIsolation < 0:
-		l.Add(invalid("MaxIsolation", c.MaxIsolation, "must not be negative"))
-	case backoffOK && m != 0 && c.MaxIsolation == 0:
-		l.Add(&ConfigError{Field: "MaxIsolation", Value: c.MaxIsolation, Reason: "must be positive while IsolationBackoff is on",
-			Related: "IsolationBackoff", Err: ErrInvalidConfig})
-	}
-	if c.BusyDecay < 0 {
-		l.Add(invalid("BusyDecay", c.BusyDecay, "must not be negative (0 turns the busy-is-load policy off)"))
-	}
-	if c.BusyIsolateAfter < 0 {
-		l.Add(invalid("BusyIsolateAfter", c.BusyIsolateAfter, "must not be negative (0 never isolates for busy answers)"))
-	}
-	switch {
-	case c.BackoffDecay < 0:
-		l.Add(invalid("BackoffDecay", c.BackoffDecay, "must not be negative"))
-	case backoffOK && m != 0 && c.BackoffDecay == 0:
-		l.Add(&ConfigError{Field: "BackoffDecay", Value: c.BackoffDecay, Reason: "must be at least 1 while IsolationBackoff is on",
-			Related: "IsolationBackoff", Err: ErrInvalidConfig})
-	}
 }
 
 // nilTable reports whether t is a typed nil of the package's own table types,

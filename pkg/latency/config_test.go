@@ -257,15 +257,11 @@ func TestNewStrategyDetectorNeedsResolver(t *testing.T) {
 	}
 	defer s.Close()
 
-	// With a custom fault table the detector switch only decides how a
-	// transport error is recorded, so no resolver is needed.
-	s2, err := latency.NewStrategy(cfg, latency.WithFaultTolerance(mocks.NewMockFaultTolerance(ctrl)))
-	if err != nil {
-		t.Fatalf("NewStrategy(detector on, custom fault table) error = %v", err)
-	}
-	defer s2.Close()
-	if _, err := s2.DetectRound(t.Context()); !errors.Is(err, latency.ErrNoDetector) {
-		t.Errorf("DetectRound() with a custom fault table error = %v, want ErrNoDetector", err)
+	// A table given to the strategy does not spare it the resolver: the
+	// detector runs over whatever table the strategy uses.
+	_, err = latency.NewStrategy(cfg, latency.WithFaultTable(latency.NewFaultTable(latency.ModeV5, nil)))
+	if !errors.As(err, &ce) || ce.Field != "Detector" {
+		t.Errorf("NewStrategy(detector on, a table given, no resolver) error = %v, want a Detector error", err)
 	}
 }
 
@@ -361,13 +357,13 @@ func TestNewStrategyFaultTableMode(t *testing.T) {
 	}{
 		{"same mode", latency.Reference4(), latency.NewFaultTable(latency.ModeV4, nil), ""},
 		{"default modes", latency.Config{DetectInterval: 1, DetectTimeout: 1, DetectPeriod: 1, DetectParallel: 1}, latency.NewFaultTable("", nil), ""},
-		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "WithFaultTolerance"},
-		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "WithFaultTolerance"},
-		{"nil table", latency.Reference5(), nil, "WithFaultTolerance"},
+		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "WithFaultTable"},
+		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "WithFaultTable"},
+		{"nil table", latency.Reference5(), nil, "WithFaultTable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := latency.NewStrategy(tt.cfg, latency.WithFaultTolerance(tt.table))
+			s, err := latency.NewStrategy(tt.cfg, latency.WithFaultTable(tt.table))
 			if tt.wantField == "" {
 				if err != nil {
 					t.Fatalf("NewStrategy() error = %v", err)

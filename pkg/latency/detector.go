@@ -24,6 +24,9 @@ import (
 // The reference probes one broker after another; a Detector probes up to
 // parallel at once (1 by default), taking each item in broker-name order as a
 // probe slot frees up, so with parallel 1 it is the reference's round.
+//
+// A Strategy builds its Detector (WithResolver); the zero Detector has no
+// table, and its Round reports nothing.
 type Detector struct {
 	table    *FaultTable
 	resolver Resolver
@@ -59,8 +62,11 @@ type roundCounters struct {
 // (answered, failed, or run into its timeout). Cancelling ctx stops it from
 // starting probes and makes the running ones inconclusive.
 func (d *Detector) Round(ctx context.Context) RoundReport {
+	if d.table == nil {
+		return RoundReport{}
+	}
 	var c roundCounters
-	sem := make(chan struct{}, d.parallel)
+	sem := make(chan struct{}, max(d.parallel, 1))
 	var wg sync.WaitGroup
 loop:
 	for _, sl := range d.table.presentSlots() {
@@ -129,11 +135,8 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 	switch {
 	case err == nil:
 		c.reachable.Add(1)
-		if sl.present.Load() && !sl.reachable.Swap(true) {
+		if sl.present.Load() && sl.setReachable(true) {
 			ev.BecameReachable = true
-			if sl.isolated.Load() {
-				d.table.bump()
-			}
 		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)
@@ -142,11 +145,8 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if timedOut {
 			c.timedOut.Add(1)
 		}
-		if d.failures && sl.present.Load() && sl.reachable.Swap(false) {
+		if d.failures && sl.present.Load() && sl.setReachable(false) {
 			ev.BecameUnreachable = true
-			if sl.isolated.Load() {
-				d.table.bump()
-			}
 		}
 	}
 	if d.obs != nil {

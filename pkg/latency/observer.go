@@ -1,11 +1,16 @@
 package latency
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Observer is told what the fault table and the detector do: isolations,
 // recoveries and probe results. Methods are called synchronously from Update,
 // from expiry timers and from detector goroutines, never from Select; they
-// must be safe for concurrent use and must not block.
+// must be safe for concurrent use and must not block. A strategy's observer
+// is not called once its Close has returned (Close waits for the calls in
+// progress, so an observer must not call Close).
 type Observer interface {
 	OnIsolate(ev IsolationEvent)
 	OnRecover(ev RecoveryEvent)
@@ -67,3 +72,71 @@ type NopObserver struct{}
 func (NopObserver) OnIsolate(IsolationEvent) {}
 func (NopObserver) OnRecover(RecoveryEvent)  {}
 func (NopObserver) OnProbe(ProbeEvent)       {}
+
+// observerGate passes a strategy's observer calls on until close, which
+// waits for the calls in progress: once close has returned, obs is never
+// called again, whatever expiry timer, Update or probe comes late. It takes
+// a lock only around the counting, never across a call out.
+type observerGate struct {
+	obs Observer
+
+	mu     sync.Mutex
+	idle   sync.Cond // signalled when active drops to 0
+	active int       // calls in progress
+	closed bool
+}
+
+func newObserverGate(obs Observer) *observerGate {
+	g := &observerGate{obs: obs}
+	g.idle.L = &g.mu
+	return g
+}
+
+func (g *observerGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.active++
+	return true
+}
+
+func (g *observerGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active--; g.active == 0 {
+		g.idle.Broadcast()
+	}
+}
+
+// close refuses every later call and waits for the calls in progress.
+func (g *observerGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for g.active > 0 {
+		g.idle.Wait()
+	}
+}
+
+func (g *observerGate) OnIsolate(ev IsolationEvent) {
+	if g.enter() {
+		defer g.leave()
+		g.obs.OnIsolate(ev)
+	}
+}
+
+func (g *observerGate) OnRecover(ev RecoveryEvent) {
+	if g.enter() {
+		defer g.leave()
+		g.obs.OnRecover(ev)
+	}
+}
+
+func (g *observerGate) OnProbe(ev ProbeEvent) {
+	if g.enter() {
+		defer g.leave()
+		g.obs.OnProbe(ev)
+	}
+}

@@ -148,11 +148,10 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
 	}
-	if s.holdsBusy && o.Class != ClassAnswered && o.Class != ClassCancelled {
-		s.notePushBack(p.Queue.BrokerName, o.Class == ClassBusy)
-	}
-	if o.Class == ClassBusy && s.busyLoad != nil && s.table != nil {
-		return s.reportBusy(p.Queue.BrokerName, o)
+	for _, h := range s.policies.outcomes {
+		if u, ok := h.report(s, p.Queue.BrokerName, o); ok {
+			return u
+		}
 	}
 	u := UpdateFor(s.mode, p.Queue.BrokerName, o, s.detectorOn.Load())
 	s.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)

@@ -1,323 +1,88 @@
 package latency
 
 import (
-	"cmp"
-	"math"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/route"
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
-// This file holds the policies past the reference (DESIGN.md section 4):
-// the isolation cap, the backoff for repeat offenders and the probe-failure
-// rule. Each is off at its Config zero value, so Reference5 and Reference4
-// decide exactly as RocketMQ does; DefaultConfig turns them on. They extend
-// mode v5 with the built-in FaultTable: a v4 strategy, or one over another
-// FaultTolerance, ignores them.
+// The policies past the reference (DESIGN.md section 4) are the isolation
+// cap (isolationcap.go) and the backoff for repeat offenders (backoff.go);
+// the probe-failure rule is one switch of the detector (Config.ProbeFailures).
+// Each is off at its Config zero value, so Reference5 and Reference4 decide
+// exactly as RocketMQ does; DefaultConfig turns them on. They extend mode v5
+// (a v4 strategy, which reproduces 4.9.8, ignores them).
 //
-// # The isolation cap on the pick path
+// A policy is one file: its section of Config (read from the flat knobs,
+// which stay the public ones), its checks, and one hook the strategy calls
+// at a single point, as grpc-go's outlier detection wraps a balancer:
 //
-// A pick must stay a few flag reads. Without the cap a probe reads its
-// broker slot's isolated flag; with it, a probe reads that flag and, only
-// when it is set, one more flag: whether the cap keeps that broker in service
-// ("released"). The released flags live in a capView per route memo
-// (binding), computed from the table's state:
+//   - an isolation hook, on update: how long a failure isolates a broker,
+//     and what an answered send that isolates nothing forgives;
+//   - a release hook, on pick: per route, which brokers the fault table
+//     isolates but picks may still use;
+//   - an outcome hook, on Report: what an attempt's outcome does before (or
+//     instead of) the mode's update rules (busyload.go, capacity.go).
 //
-//   - The table keeps an isolation epoch, bumped whenever a broker's
-//     isolation starts, is extended or ends, and when an isolated broker's
-//     reachability changes (Update, the expiry timer, the detector, Remove).
-//   - A binding holds two capViews and an atomic pointer to the current one,
-//     which records the epoch it was computed at. A pick loads the pointer
-//     and compares epochs (two atomic loads); when the table has moved on,
-//     the goroutine that wins a CAS on the binding's busy flag recomputes
-//     into the other view and publishes it, while the others pick with the
-//     previous view. A single goroutine (the simulator, a test) therefore
-//     always sees the current view. Recomputing reuses the binding's scratch
-//     space: nothing is allocated after the binding is built.
-//   - A reader that stalls across two recomputes may read a mix of two
-//     consecutive views; the cap is a protective policy, and such a pick is
-//     one that a pick a moment earlier or later would also have made.
-//
-// A broker newly isolated is avoided at once (its own flag), before any
-// recompute; only keeping a broker in service needs the view. A retry makes
-// one pass over the route's own flags first (cascade5), so it reaches a
-// released broker only when no broker other than the last is healthy.
+// Adding a policy is its file, its knobs in Config, and one line in
+// policyKinds.
 
-// backoff is the repeat-offender policy: a failure isolation grows by
-// multiplier for every failure isolation of the same broker that successes
-// have not yet forgiven, up to max, and decay answered sends that isolate
-// nothing forgive one.
-//
-// Per slot the count is kept in units of decay (strikes): a new failure
-// isolation raises the level (ceil(strikes/decay)) by one and sets strikes
-// to level*decay; each forgiving answer takes one unit off.
-type backoff struct {
-	multiplier float64
-	max        time.Duration
-	decay      int64
+// policyKind is one policy: what it checks in a Config, and how it installs
+// its hook in a strategy's policies when the Config turns it on.
+type policyKind struct {
+	validate func(Config, *configerr.List) // adds every problem of the policy's settings
+	install  func(Config, *policies)
 }
 
-func newBackoff(cfg Config) *backoff {
-	if cfg.IsolationBackoff == 0 {
-		return nil
+// policyKinds lists every policy past the reference, in the order their
+// settings are checked.
+var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, capHoldPolicy, busyLoadPolicy}
+
+// policies holds the hooks a strategy runs; nil hooks are off.
+type policies struct {
+	isolation isolationHook // at most one policy shapes isolations
+	release   releaseHook   // at most one policy releases brokers
+	outcomes  []outcomeHook // in order, on every reported outcome
+}
+
+func newPolicies(cfg Config) policies {
+	var p policies
+	for _, k := range policyKinds {
+		k.install(cfg, &p)
 	}
-	return &backoff{multiplier: cfg.IsolationBackoff, max: cfg.MaxIsolation, decay: int64(cfg.BackoffDecay)}
+	return p
 }
 
-// level is the number of unforgiven failure isolations strikes stands for.
-func (b *backoff) level(strikes int64) int64 { return (strikes + b.decay - 1) / b.decay }
-
-// grow is base lengthened for level (base for levels 0 and 1, base x
-// multiplier for level 2, ...), bounded by max but never below base; capped
-// reports that a higher level would give no more.
-func (b *backoff) grow(base time.Duration, level int64) (d time.Duration, capped bool) {
-	limit := max(b.max, base)
-	f := float64(base)
-	for i := int64(1); i < level; i++ {
-		f *= b.multiplier
-		if f >= float64(limit) {
-			return limit, true
-		}
-	}
-	d = time.Duration(f)
-	return d, d >= limit || b.multiplier == 1
-}
-
-// failureIsolation returns how long a failure at now isolates s (base is
-// the duration table's), raising its level when this failure starts a
-// failure isolation (s was not already isolated by one). Caller must hold
-// s.mu.
-func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.Duration {
-	strikes := s.strikes.Load()
-	level := b.level(strikes)
-	if !(s.ended && now < s.until.Load() && s.failed.Load()) {
-		if _, capped := b.grow(base, level); !capped || level == 0 {
-			level++
-		}
-		s.strikes.Store(level * b.decay)
-	}
-	d, _ := b.grow(base, level)
-	return d
-}
-
-// forgive takes one unit off s's strikes (an answered send that isolates
-// nothing); it allocates nothing and takes no lock.
-func (s *slot) forgive() {
-	for {
-		n := s.strikes.Load()
-		if n <= 0 || s.strikes.CompareAndSwap(n, n-1) {
-			return
-		}
+// validatePolicies checks every policy's settings, adding each problem to l.
+func validatePolicies(c Config, l *configerr.List) {
+	for _, k := range policyKinds {
+		k.validate(c, l)
 	}
 }
 
-// BackoffLevel returns how many failure isolations of broker the backoff
-// still counts (0 when none, or when the broker has no item): its next
-// failure isolation is the duration table's times IsolationBackoff to that
-// power, up to MaxIsolation. It is 0 unless Config.IsolationBackoff is on.
-// Safe for concurrent use.
-func (s *Strategy) BackoffLevel(broker string) int {
-	if s.table == nil || s.backoff == nil {
-		return 0
-	}
-	sl := s.table.lookup(broker)
-	if sl == nil || !sl.present.Load() {
-		return 0
-	}
-	return int(s.backoff.level(sl.strikes.Load()))
+// isolationHook shapes what an update does to a broker's isolation.
+type isolationHook interface {
+	// failureIsolation returns how long a failure at now isolates s, base
+	// being the duration table's. Caller must hold s.mu.
+	failureIsolation(s *slot, base time.Duration, now int64) time.Duration
+	// answered is told of an answered send that isolates nothing; it must
+	// not block or allocate.
+	answered(s *slot)
 }
 
-// capLimit is how many of a route's n brokers the cap lets picks avoid. As
-// Envoy counts its max ejection percent, one more broker may be avoided while
-// fewer than frac of them are: ceil(frac x n), so at least one. It is n or
-// more when the cap cannot bind.
-func capLimit(frac float64, n int) int {
-	if frac <= 0 || frac >= 1 {
-		return n
-	}
-	return max(1, int(math.Ceil(frac*float64(n)-1e-9)))
+// outcomeHook is told of every outcome reported through a pick (Report),
+// before the mode's update rules. It returns ok=true when it made the fault
+// update itself (the rules and the later hooks are then skipped), with the
+// update made. It must not block or allocate for a known broker.
+type outcomeHook interface {
+	report(s *Strategy, broker string, o Outcome) (u FaultUpdate, ok bool)
 }
 
-// capState is one route memo's isolation cap: the route's broker slots, the
-// two views and the scratch space of a recompute.
-type capState struct {
-	limit     int                           // most brokers of the route picks avoid at once
-	slots     []*slot                       // per broker of the route, in the publish info's order
-	durations *atomic.Pointer[durationsBox] // the strategy's, to grade latencies
-	busy      atomic.Bool
-	view      atomic.Pointer[capView]
-	bufs      [2]capView
-	ranks     []rankKey // guarded by busy
-}
-
-// capView says which isolated brokers of a route the cap keeps in service,
-// as of one table epoch.
-type capView struct {
-	epoch    atomic.Uint64
-	released []atomic.Bool // per broker of the route
-}
-
-// releases reports whether v keeps broker bi in service although its slot
-// is isolated. A nil view (no cap) releases nothing.
-func (v *capView) releases(bi int32) bool { return v != nil && v.released[bi].Load() }
-
-func newCapState(limit int, slots []*slot, durations *atomic.Pointer[durationsBox]) *capState {
-	c := &capState{limit: limit, slots: slots, durations: durations, ranks: make([]rankKey, 0, len(slots))}
-	for i := range c.bufs {
-		c.bufs[i].released = make([]atomic.Bool, len(slots))
-	}
-	c.bufs[0].epoch.Store(math.MaxUint64) // never an epoch: the first pick computes
-	c.view.Store(&c.bufs[0])
-	return c
-}
-
-// current returns the view to pick with, recomputing it first when the
-// table's epoch has moved and no other goroutine is already doing so.
-func (c *capState) current(t *FaultTable) *capView {
-	if v := c.view.Load(); v.epoch.Load() == t.epoch.Load() {
-		return v
-	}
-	return c.recompute(t)
-}
-
-// recompute brings the view up to date unless another goroutine is already
-// doing so, and returns the view to pick with.
-func (c *capState) recompute(t *FaultTable) *capView {
-	v := c.view.Load()
-	if !c.busy.CompareAndSwap(false, true) {
-		return v
-	}
-	e := t.epoch.Load() // before reading any slot: a later change bumps it again
-	nv := &c.bufs[0]
-	if nv == v {
-		nv = &c.bufs[1]
-	}
-	c.fill(nv)
-	nv.epoch.Store(e)
-	c.view.Store(nv)
-	c.busy.Store(false)
-	return nv
-}
-
-// fill computes which isolated brokers stay in service: when more than limit
-// are isolated, all but the limit worst (see worseFirst). Caller must hold
-// busy.
-func (c *capState) fill(v *capView) {
-	c.ranks = c.ranks[:0]
-	durations := c.durations.Load().t
-	for i, s := range c.slots {
-		if s.isolated.Load() {
-			lat := s.latency.Load()
-			c.ranks = append(c.ranks, rankKey{
-				failed:      s.failed.Load(),
-				slowness:    durations.Isolation(time.Duration(lat)),
-				unreachable: !s.reachable.Load(),
-				until:       s.until.Load(),
-				latency:     lat,
-				name:        s.name,
-				i:           int32(i),
-				held:        s.pushedBack.Load(),
-			})
-		}
-	}
-	for i := range v.released {
-		v.released[i].Store(false)
-	}
-	if len(c.ranks) <= c.limit {
-		return
-	}
-	slices.SortFunc(c.ranks, worseFirst)
-	for _, r := range c.ranks[c.limit:] {
-		if !r.held { // capacity.go: never back in service while it pushes back
-			v.released[r.i].Store(true)
-		}
-	}
-}
-
-// rankKey is what the cap ranks an isolated broker by.
-type rankKey struct {
-	failed      bool          // isolated by a failed send, not only a slow answer
-	slowness    time.Duration // the duration table's isolation for the last latency
-	unreachable bool
-	until       int64 // isolation end: a later end is a longer remaining isolation
-	latency     int64
-	name        string
-	i           int32
-	held        bool // the broker pushed back (capacity.go): never released
-}
-
-// worseFirst orders isolated brokers from the one most worth avoiding to the
-// least, each key weighing more than the next:
-//
-//  1. isolated by a failure before isolated for latency only: a slow broker
-//     still stores messages, a failing one does not;
-//  2. unreachable before reachable: a broker that a transport error or a
-//     failed probe found unreachable fails the next send too, while one
-//     whose probe answered since (it recovered, or it is only
-//     flow-controlled) may well store it;
-//  3. the slower last send, graded by the duration table (the isolation it
-//     gives that latency): a failure that took its whole attempt timeout
-//     (a blackhole) costs the next send that time as well, while a refused
-//     connection or a SYSTEM_BUSY answer costs a millisecond and a retry;
-//  4. the longer remaining isolation: the table's own judgement of the last
-//     outcome, repeat offenders' backoff included;
-//  5. the higher latency; then the name, so the order is total.
-//
-// The order was chosen with the simulator (pkg/latency/POLICIES.md):
-// putting the second key after the third kept a recovered broker, whose
-// probe answered, isolated behind brokers that were still failing.
-func worseFirst(a, b rankKey) int {
-	if c := trueFirst(a.failed, b.failed); c != 0 {
-		return c
-	}
-	if c := trueFirst(a.unreachable, b.unreachable); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.slowness, a.slowness); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.until, a.until); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.latency, a.latency); c != 0 {
-		return c
-	}
-	return strings.Compare(a.name, b.name)
-}
-
-// trueFirst orders true before false.
-func trueFirst(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return -1
-	}
-	return 1
-}
-
-// Released returns the brokers of info that the isolation cap keeps in
-// service right now although the fault table isolates them, in the publish
-// info's broker order; nil when the cap is off or does not bind for this
-// route. It brings the route's view up to date first, as a pick would. Safe
-// for concurrent use; it allocates the result.
-func (s *Strategy) Released(info *route.PublishInfo) []string {
-	if s.table == nil || s.v4 || info.Len() == 0 {
-		return nil
-	}
-	b := s.bind(info)
-	if b.cap == nil {
-		return nil
-	}
-	v := b.cap.current(s.table)
-	var out []string
-	for i, name := range b.brokers {
-		if b.cap.slots[i].isolated.Load() && v.releases(int32(i)) {
-			out = append(out, name)
-		}
-	}
-	return out
+// releaseHook keeps isolated brokers of a route in service.
+type releaseHook interface {
+	// bind returns the per-route state picks read (its view says which
+	// isolated brokers are released), or nil when it cannot release any
+	// on a route of these slots.
+	bind(slots []*slot, entries []entry, durations *atomic.Pointer[durationsBox]) *capState
 }

@@ -50,18 +50,7 @@ func (s *Strategy) evictLocked() {
 		}
 	}
 	keep := func(b string) bool { _, ok := names[b]; return ok }
-	var gone []string
-	if s.table != nil {
-		gone = s.table.Retain(keep)
-	} else {
-		for _, it := range s.ft.Items() {
-			if !keep(it.Broker) {
-				s.ft.Remove(it.Broker)
-				gone = append(gone, it.Broker)
-			}
-		}
-	}
-	if len(gone) > 0 {
+	if gone := s.table.Retain(keep); len(gone) > 0 {
 		s.log.Debug("latency: dropped fault items of brokers no route names", "brokers", gone)
 	}
 }

@@ -20,39 +20,41 @@ import (
 // detector or plugin never runs on them. Start and Close manage the detector
 // loop, the only goroutine a Strategy owns.
 type Strategy struct {
-	mode             Mode
-	v4               bool // mode == ModeV4, a string compare spared on every pick
-	isolationLatency time.Duration
-	filters          []route.QueueFilter
-	owner            uint64 // this strategy's memo key on publish infos
+	mode    Mode
+	spec    *modeSpec // what the mode decides, looked up once
+	casc    cascade   // the mode's selection cascade
+	filters []route.QueueFilter
+	binds   bindings // per topic, what picks over its route read (binding.go)
 
-	// The policies past the reference (policy.go); zero when off.
-	capFraction float64   // Config.MaxIsolatedFraction
-	backoff     *backoff  // nil unless Config.IsolationBackoff is on
-	busyLoad    *busyLoad // nil unless Config.BusyDecay is on (busyload.go)
-	holdsBusy   bool      // Config.CapHoldsBusy with the cap on (capacity.go)
+	// policies are the policies past the reference (policy.go); zero when
+	// off, and always off in a mode without them.
+	policies policies
 
 	faultOn    atomic.Bool
 	detectorOn atomic.Bool
 	durations  atomic.Pointer[durationsBox]
 
-	ft     FaultTolerance
-	table  *FaultTable   // the same as ft when it is the built-in table, else nil
+	table  *FaultTable
 	stages *StageCounter // nil unless WithStageCounter
 	routes routeBrokers  // the brokers of the routes announced (routebrokers.go)
+	// walkOnly makes every pass probe queue by queue, ignoring the routes'
+	// flag summaries and the least-bad order: the reference's own walk,
+	// which the differential tests hold the fast path to.
+	walkOnly bool
 
 	clock    Clock
 	log      *slog.Logger
-	obs      Observer
-	detector *Detector // nil without a resolver or the built-in table
+	obs      *observerGate // nil without an observer; closed by Close
+	detector *Detector     // nil without a resolver or the built-in table
 	period   time.Duration
 
-	mu       sync.Mutex // guards started, closed and loopDone
-	started  bool
-	closed   bool
-	loopDone chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
+	mu        sync.Mutex // guards started, closed and loopDone
+	started   bool
+	closed    bool
+	loopDone  chan struct{}
+	closeDone chan struct{} // closed when the first Close has finished
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 type durationsBox struct{ t DurationTable }
@@ -64,7 +66,8 @@ type options struct {
 	clock    Clock
 	resolver Resolver
 	service  ServiceDetector
-	ft       FaultTolerance
+	table    *FaultTable
+	tableSet bool
 	obs      Observer
 	log      *slog.Logger
 	random   route.RandomSource
@@ -86,11 +89,15 @@ func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r 
 // rounds still drop brokers the resolver no longer knows, and probe nothing.
 func WithServiceDetector(d ServiceDetector) Option { return func(o *options) { o.service = d } }
 
-// WithFaultTolerance replaces the built-in fault table. A *FaultTable must
-// have the strategy's mode. Another implementation is asked once per broker
-// of the route on every Select (IsReachable only when the cascade gets that
-// far), and gets no detector.
-func WithFaultTolerance(ft FaultTolerance) Option { return func(o *options) { o.ft = ft } }
+// WithFaultTable makes the strategy keep its fault state in t, a table of
+// the strategy's mode, instead of a table of its own: strategies given one
+// table share what their sends found. The strategy reads and updates t and
+// never changes anything else about it: t's observer (WithTableObserver) is
+// told of its recoveries, the strategy's observer of the isolations the
+// strategy's own updates cause.
+func WithFaultTable(t *FaultTable) Option {
+	return func(o *options) { o.table, o.tableSet = t, true }
+}
 
 // WithObserver sets who is told of isolations, recoveries and probes.
 func WithObserver(obs Observer) Option { return func(o *options) { o.obs = obs } }
@@ -119,68 +126,57 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
+	var gate *observerGate
+	if o.obs != nil {
+		gate = newObserverGate(o.obs)
+		o.obs = gate // everything below tells the observer through the gate
+	}
 	mode := cfg.Mode.orDefault()
-	if t, ok := o.ft.(*FaultTable); ok {
-		switch {
+	spec := modeSpecs[mode]
+	if o.tableSet {
+		switch t := o.table; {
 		case t == nil:
-			return nil, invalid("WithFaultTolerance", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
+			return nil, invalid("WithFaultTable", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
 		case t.mode != mode:
-			return nil, invalid("WithFaultTolerance", string(t.mode),
+			return nil, invalid("WithFaultTable", string(t.mode),
 				"the fault table's update rules are those of another mode than the strategy's ("+string(mode)+")")
 		}
 	}
-	if cfg.Detector && o.resolver == nil && o.ft == nil {
+	if cfg.Detector && o.resolver == nil {
 		return nil, invalid("Detector", true, "the detector needs a Resolver (WithResolver)")
 	}
 	s := &Strategy{
 		mode:    mode,
-		v4:      mode == ModeV4,
+		spec:    spec,
 		filters: append([]route.QueueFilter(nil), cfg.Filters...),
-		owner:   route.NewMemoOwner(),
 		clock:   o.clock,
 		log:     o.log,
-		obs:     o.obs,
+		obs:     gate,
 		period:  cfg.DetectPeriod,
 		stages:  o.stages,
+
+		closeDone: make(chan struct{}),
 	}
+	s.casc = spec.cascade(s)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.isolationLatency = 10000 * time.Millisecond
-	if mode == ModeV4 {
-		s.isolationLatency = 30000 * time.Millisecond
-	}
 	durations := cfg.Durations
 	if durations == nil {
-		durations = V5Durations()
-		if mode == ModeV4 {
-			durations = V4Durations()
-		}
+		durations = spec.durations()
 	}
 	s.durations.Store(&durationsBox{durations})
 	s.faultOn.Store(cfg.FaultTolerance)
 	s.detectorOn.Store(cfg.Detector)
 
-	if o.ft != nil {
-		s.ft = o.ft
-		if t, ok := o.ft.(*FaultTable); ok {
-			s.table = t
-		}
-	} else {
-		s.table = NewFaultTable(mode, o.clock)
+	if s.table = o.table; s.table == nil {
+		s.table = NewFaultTable(mode, o.clock, WithTableObserver(o.obs))
 		if o.random != nil {
 			s.table.worst = route.NewIndex(o.random)
 		}
-		s.ft = s.table
 	}
-	if s.table != nil && s.table.obs == nil {
-		s.table.obs = o.obs
+	if spec.policies {
+		s.policies = newPolicies(cfg)
 	}
-	if s.table != nil && mode == ModeV5 { // policy.go: v5 and the built-in table only
-		s.capFraction = cfg.MaxIsolatedFraction
-		s.backoff = newBackoff(cfg)
-		s.busyLoad = newBusyLoad(cfg)
-		s.holdsBusy = cfg.CapHoldsBusy && cfg.MaxIsolatedFraction > 0 && cfg.MaxIsolatedFraction < 1
-	}
-	if s.table != nil && o.resolver != nil && mode == ModeV5 {
+	if o.resolver != nil && spec.detector {
 		s.detector = &Detector{
 			table:    s.table,
 			resolver: o.resolver,
@@ -203,11 +199,12 @@ func (s *Strategy) StageCounter() *StageCounter { return s.stages }
 // Mode returns the strategy's mode.
 func (s *Strategy) Mode() Mode { return s.mode }
 
-// FaultTolerance returns the fault table the strategy uses.
-func (s *Strategy) FaultTolerance() FaultTolerance { return s.ft }
+// FaultTolerance returns the fault table the strategy uses, as the
+// FaultTolerance interface (the same table as Table).
+func (s *Strategy) FaultTolerance() FaultTolerance { return s.table }
 
-// Table returns the built-in fault table, or nil when WithFaultTolerance
-// replaced it.
+// Table returns the fault table the strategy uses: its own, or the one
+// given with WithFaultTable.
 func (s *Strategy) Table() *FaultTable { return s.table }
 
 // SetFaultTolerance turns latency fault tolerance on or off; safe to call at
@@ -221,7 +218,7 @@ func (s *Strategy) FaultToleranceEnabled() bool { return s.faultOn.Load() }
 // nothing): it gates the background rounds and how a transport error updates
 // the fault table. Safe to call at any time.
 func (s *Strategy) SetDetector(on bool) {
-	if s.mode == ModeV5 {
+	if s.spec.detector {
 		s.detectorOn.Store(on)
 	}
 }
@@ -242,7 +239,7 @@ func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 
 // IsolationLatency is the latency a failed send is charged in the duration
 // table: 10 s in v5, 30 s in v4.
-func (s *Strategy) IsolationLatency() time.Duration { return s.isolationLatency }
+func (s *Strategy) IsolationLatency() time.Duration { return s.spec.isolationLatency }
 
 // Update records the outcome of a send to broker that took latency (the
 // reference's updateFaultItem). It does nothing while fault tolerance is off.
@@ -262,14 +259,37 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 	latency = max(latency, 0)
 	lookup, reason := latency, ReasonLatency
 	if isolation {
-		lookup, reason = s.isolationLatency, ReasonFailure
+		lookup, reason = s.spec.isolationLatency, ReasonFailure
 	}
 	d := s.durations.Load().t.Isolation(lookup)
-	if s.table != nil {
-		s.table.update(broker, latency, d, reachable, reason, s.backoff)
-		return
+	if ev, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
+		s.obs.OnIsolate(ev)
 	}
-	s.ft.Update(broker, latency, d, reachable)
+}
+
+// modeSpec is what a mode decides beyond its table's update rule (which
+// the FaultTable holds): its cascade, its charges and what it supports.
+type modeSpec struct {
+	cascade          func(*Strategy) cascade
+	durations        func() DurationTable
+	isolationLatency time.Duration // what a failed send is charged
+	detector         bool          // the mode has a detector
+	policies         bool          // the policies past the reference extend it
+}
+
+var modeSpecs = map[Mode]*modeSpec{
+	ModeV5: {
+		cascade:          func(s *Strategy) cascade { return cascade5{s} },
+		durations:        func() DurationTable { return V5Durations() },
+		isolationLatency: 10000 * time.Millisecond,
+		detector:         true,
+		policies:         true,
+	},
+	ModeV4: {
+		cascade:          func(s *Strategy) cascade { return cascade4{s} },
+		durations:        func() DurationTable { return V4Durations() },
+		isolationLatency: 30000 * time.Millisecond,
+	},
 }
 
 // DetectRound runs one detector round now, whatever the detector switch says
@@ -317,12 +337,18 @@ func (s *Strategy) Start() error {
 }
 
 // Close stops the detector loop, cancels a round in progress and waits for the
-// loop and for every probe to return. Select, Update and DetectRound keep
-// working after Close; only the background loop is gone. Close is idempotent.
+// loop and for every probe to return; then it silences the observer, waiting
+// for the observer calls in progress: once Close has returned the observer
+// is never called again (not by the expiry timers of isolations still
+// pending). Select, Update and DetectRound keep working after Close, and
+// isolations still end on time; only the background loop and the observer
+// are gone. Close is idempotent: every call returns once the strategy is
+// closed.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.closeDone
 		return nil
 	}
 	s.closed = true
@@ -335,5 +361,9 @@ func (s *Strategy) Close() error {
 	if s.detector != nil {
 		s.detector.wait()
 	}
+	if s.obs != nil {
+		s.obs.close()
+	}
+	close(s.closeDone)
 	return nil
 }

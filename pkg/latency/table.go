@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -19,9 +18,10 @@ import (
 // and reachable. Implementations must be safe for concurrent use and must not
 // block; IsAvailable and IsReachable may be called on the pick path.
 //
-// *FaultTable is the built-in implementation, and the only one the strategy's
-// allocation-free pick path and the detector work with; any other
-// implementation is asked once per broker of the route on every Select.
+// *FaultTable is its implementation, and the one a Strategy keeps its state
+// in (its own, or one given with WithFaultTable); the interface is how
+// readers that only need the table's operations (observers, HTTP handlers,
+// tests with mocks) see it.
 type FaultTolerance interface {
 	// Update records a send to broker that took latency: the item's latency
 	// becomes latency, its reachability reachable (v4 has none), and a
@@ -64,29 +64,50 @@ type FaultItem struct {
 type FaultTable struct {
 	clock Clock
 	mode  Mode
-	obs   Observer // set before use by the strategy; nil means none
+	rule  updateRule // the mode's
+	obs   Observer   // nil means none
 
-	mu    sync.Mutex                       // serializes changes to the slot map
-	slots atomic.Pointer[map[string]*slot] // copy on write
-	gen   atomic.Uint64                    // bumped whenever a slot leaves the map
+	mu     sync.Mutex                       // serializes changes to the slot map
+	nextID int32                            // the next slot's id; guarded by mu
+	slots  atomic.Pointer[map[string]*slot] // copy on write
+	gen    atomic.Uint64                    // bumped whenever a slot leaves the map
 	// epoch is bumped whenever an isolation starts, is extended or ends, and
 	// when an isolated broker's reachability or failure mark changes: the
 	// isolation cap recomputes a route's view when it sees a new epoch
-	// (policy.go).
+	// (isolationcap.go).
 	epoch atomic.Uint64
+	// flags is bumped whenever a slot's isolated or reachable flag flips:
+	// each route's flag summary (routeview.go) is rebuilt when it sees a new
+	// value. ver is bumped after every change to what Items reports, so the
+	// least-bad order (leastbad.go) is re-sorted only when the table moved.
+	flags atomic.Uint64
+	ver   atomic.Uint64
 	worst *route.Index
+	rank  leastBadCache
 }
 
 var _ FaultTolerance = (*FaultTable)(nil)
 
+// TableOption configures a FaultTable.
+type TableOption func(*FaultTable)
+
+// WithTableObserver sets who is told of the table's recoveries and of the
+// isolations its own Update causes (a strategy's updates are told to the
+// strategy's observer).
+func WithTableObserver(obs Observer) TableOption { return func(t *FaultTable) { t.obs = obs } }
+
 // NewFaultTable returns an empty table with mode's update rules (ModeV5
 // extends isolations and keeps reachability; ModeV4 overwrites isolations).
 // A nil clock is RealClock.
-func NewFaultTable(mode Mode, clock Clock) *FaultTable {
+func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	t := &FaultTable{clock: clock, mode: mode.orDefault(), worst: route.NewIndex(nil)}
+	mode = mode.orDefault()
+	t := &FaultTable{clock: clock, mode: mode, rule: updateRules[mode], worst: route.NewIndex(nil)}
+	for _, opt := range opts {
+		opt(t)
+	}
 	m := map[string]*slot{}
 	t.slots.Store(&m)
 	return t
@@ -99,14 +120,16 @@ type slot struct {
 	present   atomic.Bool // the broker has an item (Update made one, Remove dropped it)
 
 	name       string
+	id         int32        // unique in the table, from 0 (a binding's index of its slots)
 	latency    atomic.Int64 // nanoseconds
 	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
 	checkStamp atomic.Int64 // Unix nanoseconds
 	// failed is set while the isolation was caused (or extended) by a failed
-	// send, and is written under mu; strikes is the backoff's count (policy.go).
+	// send, and is written under mu; strikes is the backoff's count (backoff.go).
 	failed  atomic.Bool
 	strikes atomic.Int64
-	busy    penalty // the busy-is-load policy's (busyload.go)
+	// busy is the busy-is-load policy's load penalty (busyload.go).
+	busy penalty
 	// pushedBack: the broker's current isolation follows a busy answer, and
 	// no failure of another class came since (capacity.go; kept only with
 	// Config.CapHoldsBusy).
@@ -121,8 +144,10 @@ type slot struct {
 	ended bool
 }
 
+// newSlot makes broker name's slot. Caller must hold t.mu.
 func newSlot(t *FaultTable, name string) *slot {
-	s := &slot{name: name, table: t}
+	s := &slot{name: name, table: t, id: t.nextID}
+	t.nextID++
 	s.reachable.Store(true)
 	return s
 }
@@ -202,7 +227,9 @@ func span(now, until int64) time.Duration {
 // Update implements FaultTolerance. It allocates nothing for a broker the
 // table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
-	t.update(broker, latency, isolation, reachable, ReasonExplicit, nil)
+	if ev, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
+		t.obs.OnIsolate(ev)
+	}
 }
 
 // bump moves the isolation epoch on.
@@ -210,30 +237,58 @@ func (t *FaultTable) bump() { t.epoch.Add(1) }
 
 // update is Update with the reason the strategy knows, and the backoff
 // policy (nil when off): a failure's isolation is lengthened by it, and an
-// answer that isolates nothing forgives one unit of it.
-func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo *backoff) {
+// answer that isolates nothing forgives one unit of it. It returns the
+// isolation it started or extended, if any, for the caller to report.
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (IsolationEvent, bool) {
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
-	var until int64
-	isolated, extended := false, false
-	if t.mode == ModeV4 {
-		now := t.now()
-		until = addNanos(now, isolation)
-		isolated, extended = s.overwrite(until, now)
-		reachable = true
-	} else if isolation > 0 {
-		until, isolation, isolated, extended = s.extend(t.now(), isolation, reason == ReasonFailure, bo)
-	} else if bo != nil {
-		s.forgive()
-	}
-	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
-		t.bump()
-	}
+	r := t.rule(s, isolation, reachable, reason, bo)
+	reachable = r.reachable
+	s.setReachable(reachable)
 	s.present.Store(true)
-	if isolated && t.obs != nil {
-		t.obs.OnIsolate(IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: isolation,
-			Until: time.Unix(0, until), Reachable: reachable, Extended: extended})
+	t.ver.Add(1)
+	if !r.isolated {
+		return IsolationEvent{}, false
 	}
+	return IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: r.given,
+		Until: time.Unix(0, r.until), Reachable: reachable, Extended: r.extended}, true
+}
+
+// updateRule is one mode's rule for what an update does to a broker's
+// isolation.
+type updateRule func(s *slot, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) ruleResult
+
+// ruleResult is what an update rule did.
+type ruleResult struct {
+	until     int64         // the isolation's end
+	given     time.Duration // its length
+	isolated  bool          // an isolation started or changed
+	extended  bool          // ... one that was already running
+	reachable bool          // the reachability to record
+}
+
+var updateRules = map[Mode]updateRule{ModeV5: update5, ModeV4: update4}
+
+// update5 is 5.3.3's rule: a positive isolation only ever extends the
+// current one, and reachability is recorded.
+func update5(s *slot, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) ruleResult {
+	if isolation > 0 {
+		until, given, ok, extended := s.extend(s.table.now(), isolation, reason == ReasonFailure, bo)
+		return ruleResult{until: until, given: given, isolated: ok, extended: extended, reachable: reachable}
+	}
+	if bo != nil {
+		bo.answered(s)
+	}
+	return ruleResult{given: isolation, reachable: reachable}
+}
+
+// update4 is 4.9.8's rule: the isolation is overwritten (a zero one ends
+// it), and there is no reachability.
+func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ isolationHook) ruleResult {
+	now := s.table.now()
+	until := addNanos(now, isolation)
+	isolated, extended := s.overwrite(until, now)
+	return ruleResult{until: until, given: isolation, isolated: isolated, extended: extended, reachable: true}
 }
 
 // extend isolates s for d from now if that ends later than its current
@@ -241,7 +296,7 @@ func (t *FaultTable) update(broker string, latency, isolation time.Duration, rea
 // first. It returns the end it computed, the isolation it gave, and whether
 // the isolation changed, and whether it was one already running (extended,
 // not begun).
-func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (until int64, given time.Duration, ok, extended bool) {
+func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook) (until int64, given time.Duration, ok, extended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if failure && bo != nil {
@@ -258,10 +313,34 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo *backoff) (un
 	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
 	s.ended = true
 	s.until.Store(until)
-	s.isolated.Store(true)
+	s.setIsolated(true)
 	s.arm(span(now, until))
 	s.table.bump()
 	return until, d, true, extended
+}
+
+// setIsolated sets the isolated flag, moving the flag epoch on when it
+// flips. Caller must hold s.mu (every isolated flag write is under it).
+func (s *slot) setIsolated(v bool) bool {
+	if s.isolated.Swap(v) == v {
+		return false
+	}
+	s.table.flags.Add(1)
+	return true
+}
+
+// setReachable sets the reachable flag and reports whether it flipped; a
+// flip moves the flag epoch on, and the isolation epoch too while s is
+// isolated (the isolation cap ranks reachability).
+func (s *slot) setReachable(v bool) bool {
+	if s.reachable.Swap(v) == v {
+		return false
+	}
+	s.table.flags.Add(1)
+	if s.isolated.Load() {
+		s.table.bump()
+	}
+	return true
 }
 
 // overwrite sets s's isolation end to until whatever it was (v4). It
@@ -273,11 +352,11 @@ func (s *slot) overwrite(until, now int64) (isolated, extended bool) {
 	s.until.Store(until)
 	if until > now {
 		extended = s.isolated.Load()
-		s.isolated.Store(true)
+		s.setIsolated(true)
 		s.arm(span(now, until))
 		return true, extended
 	}
-	s.isolated.Store(false)
+	s.setIsolated(false)
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -300,13 +379,14 @@ func (s *slot) expire() {
 	now := s.table.now()
 	recovered := false
 	if u := s.until.Load(); now >= u {
-		recovered = s.isolated.Swap(false)
+		recovered = s.setIsolated(false)
 		s.pushedBack.Store(false) // capacity.go: the isolation it earned is over
 	} else if s.isolated.Load() {
 		s.arm(span(now, u))
 	}
 	s.mu.Unlock()
 	if recovered {
+		s.table.ver.Add(1)
 		s.table.bump()
 	}
 	if recovered && s.present.Load() && s.table.obs != nil {
@@ -320,16 +400,17 @@ func (s *slot) reset() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.isolated.Store(false)
+	s.setIsolated(false)
 	s.until.Store(0)
 	s.ended = false
 	s.failed.Store(false)
 	s.mu.Unlock()
 	s.present.Store(false)
-	s.reachable.Store(true)
+	s.setReachable(true)
 	s.latency.Store(0)
 	s.checkStamp.Store(0)
 	s.strikes.Store(0)
+	s.table.ver.Add(1)
 	s.table.bump()
 }
 
@@ -352,9 +433,8 @@ func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
 	if s == nil || !s.present.Load() {
 		return false
 	}
-	if was := s.reachable.Swap(reachable); was != reachable && s.isolated.Load() {
-		t.bump()
-	}
+	s.setReachable(reachable)
+	t.ver.Add(1)
 	return true
 }
 
@@ -449,37 +529,6 @@ func (t *FaultTable) Item(broker string) (FaultItem, bool) {
 	return s.item(), true
 }
 
-// PickLeastBad implements FaultTolerance (4.x pickOneAtLeast). The round robin
-// over the better half steps WorstIndex.
-func (t *FaultTable) PickLeastBad() (string, bool) {
-	items := t.Items()
-	switch len(items) {
-	case 0:
-		return "", false
-	case 1:
-		return items[0].Broker, true
-	}
-	slices.SortFunc(items, compareLeastBad)
-	half := len(items) / 2
-	return items[int(t.worst.Next())%half].Broker, true
-}
-
-func compareLeastBad(a, b FaultItem) int {
-	if a.Available != b.Available {
-		if a.Available {
-			return -1
-		}
-		return 1
-	}
-	if c := cmp.Compare(a.Latency, b.Latency); c != 0 {
-		return c
-	}
-	if c := a.IsolatedUntil.Compare(b.IsolatedUntil); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Broker, b.Broker)
-}
-
 // WorstIndex returns the index PickLeastBad steps (the reference's
 // whichItemWorst).
 func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
@@ -492,12 +541,13 @@ func (t *FaultTable) Resync() {
 	for _, s := range t.presentSlots() {
 		s.mu.Lock()
 		if u := s.until.Load(); s.ended && now < u {
-			s.isolated.Store(true)
+			s.setIsolated(true)
 			s.arm(span(now, u))
 		} else {
-			s.isolated.Store(false)
+			s.setIsolated(false)
 		}
 		s.mu.Unlock()
 	}
+	t.ver.Add(1)
 	t.bump()
 }

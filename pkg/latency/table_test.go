@@ -398,8 +398,9 @@ func TestNewFaultTableDefaults(t *testing.T) {
 }
 
 // TestStrategyUpdate: the strategy charges a failure the isolation latency
-// (10 s in v5, 30 s in v4), asks the duration table, and does nothing while
-// fault tolerance is off.
+// (10 s in v5, 30 s in v4), asks the duration table, records the outcome in
+// its table (v4 has no reachability), and does nothing while fault
+// tolerance is off.
 func TestStrategyUpdate(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -418,27 +419,35 @@ func TestStrategyUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctrl := gomock.NewController(t)
-			ft := mocks.NewMockFaultTolerance(ctrl)
 			table := mocks.NewMockDurationTable(ctrl)
 			cfg := latency.Reference5()
 			cfg.Mode = tt.mode
 			cfg.FaultTolerance = tt.faultOn
 			cfg.Durations = table
 			if tt.wantLookup >= 0 {
-				gomock.InOrder(
-					table.EXPECT().Isolation(tt.wantLookup).Return(1234*time.Millisecond),
-					ft.EXPECT().Update("b", tt.latency, 1234*time.Millisecond, tt.reachable),
-				)
+				table.EXPECT().Isolation(tt.wantLookup).Return(1234 * time.Millisecond)
 			} else {
 				table.EXPECT().Isolation(gomock.Any()).Times(0)
-				ft.EXPECT().Update(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).Times(0)
 			}
-			s, err := latency.NewStrategy(cfg, latency.WithFaultTolerance(ft))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			s.Update("b", tt.latency, tt.isolation, tt.reachable)
+			it, ok := s.Table().Item("b")
+			if tt.wantLookup < 0 {
+				if ok {
+					t.Errorf("Item(b) = %+v after an update with fault tolerance off, want none", it)
+				}
+				return
+			}
+			want := latency.FaultItem{Broker: "b", Latency: tt.latency, IsolatedUntil: t0.Add(1234 * time.Millisecond),
+				Reachable: tt.reachable || tt.mode == latency.ModeV4, CheckStamp: time.Unix(0, 0)}
+			if !ok || it.Broker != want.Broker || it.Latency != want.Latency || !it.IsolatedUntil.Equal(want.IsolatedUntil) ||
+				it.Available || it.Reachable != want.Reachable {
+				t.Errorf("Item(b) = %+v, %t, want %+v isolated", it, ok, want)
+			}
 		})
 	}
 }

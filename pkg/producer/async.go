@@ -65,7 +65,7 @@ func (p *Producer) runAsync(ctx context.Context, msg *Message, cb Callback, star
 }
 
 func (p *Producer) sendAsync(ctx context.Context, msg *Message, start time.Time) (Result, error) {
-	info, _, err := p.route(ctx, msg.Topic, start)
+	info, _, err := p.route(ctx, msg.Topic, KindAsync, start)
 	if err != nil {
 		p.routeFailed(msg.Topic, KindAsync, start, err)
 		return Result{}, err

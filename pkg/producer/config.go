@@ -1,7 +1,9 @@
 package producer
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
@@ -12,10 +14,11 @@ import (
 // DefaultConfig and change what you need; New validates it.
 type Config struct {
 	// RetryTimes is how many times a sync send retries after its first
-	// attempt (the reference's retryTimesWhenSendFailed, 2).
+	// attempt (the reference's retryTimesWhenSendFailed, 2), at most
+	// MaxRetries.
 	RetryTimes int
 	// AsyncRetryTimes is how many times an async send retries
-	// (retryTimesWhenSendAsyncFailed, 2).
+	// (retryTimesWhenSendAsyncFailed, 2), at most MaxRetries.
 	AsyncRetryTimes int
 	// Timeout is a send's whole budget, retries included (sendMsgTimeout,
 	// 3 s). It is measured on the producer's Clock from the call.
@@ -60,6 +63,10 @@ type Config struct {
 	// negative.
 	RetryBudgetFloor int
 }
+
+// MaxRetries is the most RetryTimes and AsyncRetryTimes may be: a send's
+// attempts, 1 + its retries, must fit in an int32 on every platform.
+const MaxRetries = math.MaxInt32 - 1
 
 // RetryCodes5 returns RocketMQ 5.3.3's retry response codes: TOPIC_NOT_EXIST
 // (17), SERVICE_NOT_AVAILABLE (14), SYSTEM_ERROR (1), SYSTEM_BUSY (2),
@@ -109,9 +116,13 @@ func (c Config) Validate() error {
 	var l configerr.List
 	if c.RetryTimes < 0 {
 		l.Add(invalid("RetryTimes", c.RetryTimes, "must not be negative"))
+	} else if c.RetryTimes > MaxRetries {
+		l.Add(invalid("RetryTimes", c.RetryTimes, retriesTooMany))
 	}
 	if c.AsyncRetryTimes < 0 {
 		l.Add(invalid("AsyncRetryTimes", c.AsyncRetryTimes, "must not be negative"))
+	} else if c.AsyncRetryTimes > MaxRetries {
+		l.Add(invalid("AsyncRetryTimes", c.AsyncRetryTimes, retriesTooMany))
 	}
 	if c.Timeout <= 0 {
 		l.Add(invalid("Timeout", c.Timeout, "must be positive"))
@@ -136,6 +147,8 @@ func (c Config) Validate() error {
 	}
 	return l.Err()
 }
+
+var retriesTooMany = "must be at most " + strconv.Itoa(MaxRetries) + " (1 + retries attempts must fit in an int32)"
 
 // Policy is a Config resolved for a strategy mode: the immutable rules every
 // Loop of a producer follows, and the producer's retry budget (one per

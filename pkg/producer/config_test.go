@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,58 @@ func TestConfigValidateEveryProblem(t *testing.T) {
 		if !errors.As(e, &ce) || !errors.Is(e, producer.ErrInvalidConfig) || errors.Is(e, latency.ErrInvalidConfig) {
 			t.Errorf("%v: want a *ConfigError matching producer.ErrInvalidConfig only", e)
 		}
+	}
+}
+
+// TestConfigRetriesBounded checks that retry counts whose attempt count
+// (1 + retries) would overflow are refused by Validate, NewPolicy and New
+// with a *ConfigError naming the field, and that the largest accepted count
+// gives a positive number of attempts.
+func TestConfigRetriesBounded(t *testing.T) {
+	for _, tt := range []struct {
+		field string
+		set   func(c *producer.Config, n int)
+		kind  producer.Kind
+	}{
+		{"RetryTimes", func(c *producer.Config, n int) { c.RetryTimes = n }, producer.KindSync},
+		{"AsyncRetryTimes", func(c *producer.Config, n int) { c.AsyncRetryTimes = n }, producer.KindAsync},
+	} {
+		for _, n := range []int{math.MaxInt, math.MaxInt32, producer.MaxRetries + 1} {
+			cfg := producer.Reference5()
+			tt.set(&cfg, n)
+			err := cfg.Validate()
+			var ce *producer.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, producer.ErrInvalidConfig) {
+				t.Errorf("%s = %d: Validate() = %v, want a ConfigError for %s", tt.field, n, err, tt.field)
+				continue
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("%s = %d: error %q does not name the field", tt.field, n, err)
+			}
+			if _, err := producer.NewPolicy(cfg, latency.ModeV5); !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Errorf("%s = %d: NewPolicy() error = %v, want the ConfigError", tt.field, n, err)
+			}
+		}
+		cfg := producer.Reference5()
+		tt.set(&cfg, producer.MaxRetries)
+		pol, err := producer.NewPolicy(cfg, latency.ModeV5)
+		if err != nil {
+			t.Fatalf("%s = MaxRetries: NewPolicy() error = %v", tt.field, err)
+		}
+		if got := pol.MaxAttempts(tt.kind); got != producer.MaxRetries+1 || int64(got) > math.MaxInt32 {
+			t.Errorf("%s = MaxRetries: MaxAttempts = %d, want %d (within int32)", tt.field, got, producer.MaxRetries+1)
+		}
+	}
+}
+
+// TestSendWithHugeRetryTimes checks that a producer with the largest
+// accepted RetryTimes still sends: its first attempt is made and answered.
+func TestSendWithHugeRetryTimes(t *testing.T) {
+	cfg := producer.Reference5()
+	cfg.RetryTimes, cfg.AsyncRetryTimes = producer.MaxRetries, producer.MaxRetries
+	h := newHarness(t, harnessOpts{cfg: &cfg})
+	h.expect(call{broker: "B", lat: ms(1)})
+	if _, err := h.p.SendSync(t.Context(), msg()); err != nil {
+		t.Errorf("SendSync() error = %v, want the first attempt's answer", err)
 	}
 }

@@ -298,6 +298,20 @@ var classNames = [numClasses]string{"answered", "client", "transport", "broker",
 // String returns answered, client, transport, broker, cancelled or busy.
 func (c Class) String() string { return enumName(classNames[:], int(c), "class") }
 
+// FailedStop is how a send ends when its one attempt met c and is not retried
+// (an ordered send, or a direct send of an adapter): StopBrokerError for a
+// broker code (busy included), StopCancelled for a cancellation, StopFailed
+// otherwise. It is meaningless for ClassAnswered.
+func (c Class) FailedStop() Stop {
+	switch c {
+	case ClassBroker, ClassBusy:
+		return StopBrokerError
+	case ClassCancelled:
+		return StopCancelled
+	}
+	return StopFailed
+}
+
 // Classes lists every class, in order of value (for metrics that keep a
 // series per class).
 func Classes() []Class {

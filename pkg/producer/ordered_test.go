@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 
 	"go.uber.org/mock/gomock"
@@ -40,6 +41,17 @@ func TestSendToQueue(t *testing.T) {
 			t.Errorf("fault items = %+v, want none", items)
 		}
 	})
+	for _, code := range []int{2, 17} { // busy (flow control) and another broker code
+		t.Run("broker code "+strconv.Itoa(code)+" stops as a broker error", func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			h.expect(call{broker: "A", lat: ms(4), err: &producer.BrokerError{Broker: "A", Code: code}})
+			_, err := h.p.SendToQueue(context.Background(), msg(), q)
+			var se *producer.SendError
+			if !errors.As(err, &se) || se.Attempts != 1 || se.Stop != producer.StopBrokerError {
+				t.Errorf("SendToQueue() error = %v, want one attempt stopped by the broker error", err)
+			}
+		})
+	}
 	t.Run("queue of another topic", func(t *testing.T) {
 		h := newHarness(t, harnessOpts{})
 		other := route.MessageQueue{Topic: "U", BrokerName: "A"}

@@ -24,9 +24,9 @@ import (
 // and SendByKey block until the send is over (at most about Config.Timeout
 // after the Transport honours its deadlines); SendAsync blocks only while the
 // bound on in-flight async sends is reached. A Producer owns one goroutine
-// (the route refresher) and one per async send in flight; Close stops and
-// waits for all of them. It does not own the Strategy: close that yourself
-// after the Producer.
+// (the route refresher), one per async send in flight and one per first
+// route lookup in flight; Close stops and waits for all of them. It does not
+// own the Strategy: close that yourself after the Producer.
 //
 // Delivery is at least once: a message whose attempt timed out may have been
 // stored by that broker even though the producer retries it elsewhere, so a
@@ -129,7 +129,7 @@ func New(transport Transport, routes RouteSource, strat Strategy, cfg Config, op
 		refreshed: make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
-	p.routes = newRouteCache(routes, o.routeOpts, p.routesChanged)
+	p.routes = newRouteCache(routes, o.routeOpts, o.clock, cfg.Timeout, p.routesChanged)
 	if cfg.AsyncMaxInFlight > 0 {
 		p.count = semaphore.NewWeighted(int64(cfg.AsyncMaxInFlight))
 	}
@@ -166,7 +166,9 @@ func isNil(s Strategy) bool {
 }
 
 // PublishInfo returns topic's publish info, looking it up if the producer
-// does not know it yet. The error is a *RouteError (errors.Is ErrNoRoute).
+// does not know it yet; ctx bounds only the wait, not the lookup, which
+// others may share. The error is a *RouteError (errors.Is ErrNoRoute; after
+// Close also ErrClosed when a lookup was needed).
 func (p *Producer) PublishInfo(ctx context.Context, topic string) (*route.PublishInfo, error) {
 	return p.routes.get(ctx, topic)
 }
@@ -267,7 +269,7 @@ func (p *Producer) send(ctx context.Context, msg *Message, kind Kind) (Result, e
 		return Result{}, ErrClosed
 	}
 	start := p.clock.Now()
-	info, now, err := p.route(ctx, msg.Topic, start)
+	info, now, err := p.route(ctx, msg.Topic, kind, start)
 	if err != nil {
 		p.routeFailed(msg.Topic, kind, start, err)
 		return Result{}, err
@@ -281,13 +283,19 @@ func (p *Producer) send(ctx context.Context, msg *Message, kind Kind) (Result, e
 // route returns topic's publish info and the time after finding it: start
 // itself when it was cached (a map lookup takes no time worth a clock read),
 // else the clock after the lookup, which counts against the budget as in the
-// reference.
-func (p *Producer) route(ctx context.Context, topic string, start time.Time) (*route.PublishInfo, time.Time, error) {
+// reference. When ctx is done before the lookup answers, the send of kind is
+// aborted before any attempt (a *SendError): the lookup goes on for the
+// other senders of topic, and its route may well be fine.
+func (p *Producer) route(ctx context.Context, topic string, kind Kind, start time.Time) (*route.PublishInfo, time.Time, error) {
 	if info := p.routes.cached(topic); info != nil {
 		return info, start, nil
 	}
 	info, err := p.routes.lookup(ctx, topic)
-	return info, p.clock.Now(), err
+	now := p.clock.Now()
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		err = &SendError{Topic: topic, Kind: kind, Elapsed: now.Sub(start), Stop: StopAborted, Err: cerr}
+	}
+	return info, now, err
 }
 
 func (p *Producer) routeFailed(topic string, kind Kind, start time.Time, err error) {
@@ -344,7 +352,7 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 		if r := recover(); r != nil {
 			releaseAttemptCtx(actx)
 			p.log.Error("producer: Transport.Send panicked", "broker", plan.Queue.BrokerName, "panic", r)
-			err := &TransportError{Broker: plan.Queue.BrokerName, Err: fmt.Errorf("transport panicked: %v", r)}
+			err := &TransportError{Broker: plan.Queue.BrokerName, Err: recovered("Transport.Send", r)}
 			o = Outcome{Class: ClassTransport, Err: err, Elapsed: p.clock.Now().Sub(plan.Start)}
 		}
 	}()
@@ -401,7 +409,7 @@ func (p *Producer) SendByKey(ctx context.Context, msg *Message, sel Selector, ke
 		return Result{}, ErrClosed
 	}
 	start := p.clock.Now()
-	info, _, err := p.route(ctx, msg.Topic, start)
+	info, _, err := p.route(ctx, msg.Topic, KindSync, start)
 	if err != nil {
 		p.routeFailed(msg.Topic, KindSync, start, err)
 		return Result{}, err
@@ -452,13 +460,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 		p.sendDone(ev)
 		return res, nil
 	}
-	stop := StopFailed
-	switch o.Class {
-	case ClassBroker:
-		stop = StopBrokerError
-	case ClassCancelled:
-		stop = StopCancelled
-	}
+	stop := o.Class.FailedStop()
 	err := &SendError{Topic: msg.Topic, Kind: KindSync, Attempts: 1, Brokers: []string{q.BrokerName}, Elapsed: ev.Elapsed, Stop: stop, Err: o.Err}
 	ev.Stop, ev.Err = stop, err
 	p.sendDone(ev)
@@ -484,6 +486,7 @@ func (p *Producer) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	<-p.refreshed
+	p.routes.close()
 	p.async.Wait()
 	close(p.closeDone)
 	return nil

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -20,14 +20,36 @@ import (
 // time. A refresh asks again for every known topic and rebuilds a publish
 // info only when its route data changed, so the round-robin index survives an
 // unchanged route as it does in the reference.
+//
+// A first lookup is shared by every send of its topic that misses while it
+// runs, so it belongs to none of them: it runs on a goroutine of the cache,
+// under a ctx of its own, bounded by the cache's bound on its clock and done
+// at close, and each caller waits for it only as long as its own ctx
+// allows. close cancels the lookups in flight and waits for them.
 type routeCache struct {
 	src     RouteSource
 	opts    []route.Option
-	group   singleflight.Group
-	changed func(entries map[string]*routeEntry) // called after every change, outside mu
+	clock   latency.Clock
+	bound   time.Duration                        // one lookup's budget on clock
+	changed func(entries map[string]*routeEntry) // told of the newest entries after every change, outside mu
+
+	ctx    context.Context // done at close
+	cancel context.CancelFunc
+
+	flightMu sync.Mutex         // guards flights and closed; orders lookups.Add before close's Wait
+	flights  map[string]*flight // the first lookup in flight, per topic
+	closed   bool
+	lookups  sync.WaitGroup // every lookup goroutine
 
 	mu      sync.Mutex                             // serializes changes to entries
 	entries atomic.Pointer[map[string]*routeEntry] // copy on write
+
+	// notifyMu serializes calls of changed, and notified is the entries it
+	// was last called with: a change tells changed of the entries current
+	// when its turn comes, never of an older snapshot, so overlapping
+	// changes cannot deliver a stale one last.
+	notifyMu sync.Mutex
+	notified *map[string]*routeEntry
 }
 
 type routeEntry struct {
@@ -35,10 +57,21 @@ type routeEntry struct {
 	info *route.PublishInfo
 }
 
+// flight is a first lookup of a topic in progress; done is closed when info
+// or err is set.
+type flight struct {
+	done chan struct{}
+	info *route.PublishInfo
+	err  error
+}
+
 var errNoWritableQueue = errors.New("the route has no writable queue on a broker with a master")
 
-func newRouteCache(src RouteSource, opts []route.Option, changed func(map[string]*routeEntry)) *routeCache {
-	c := &routeCache{src: src, opts: opts, changed: changed}
+// newRouteCache returns a cache over src whose lookups take at most bound on
+// clock each; changed is told of the entries after every change.
+func newRouteCache(src RouteSource, opts []route.Option, clock latency.Clock, bound time.Duration, changed func(map[string]*routeEntry)) *routeCache {
+	c := &routeCache{src: src, opts: opts, clock: clock, bound: bound, changed: changed, flights: map[string]*flight{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m := map[string]*routeEntry{}
 	c.entries.Store(&m)
 	return c
@@ -61,27 +94,98 @@ func (c *routeCache) cached(topic string) *route.PublishInfo {
 	return nil
 }
 
-// lookup asks the source for topic, one lookup per topic at a time.
+// lookup returns topic's publish info, joining the topic's lookup in flight
+// or starting one, and waits for it until ctx is done (the lookup goes on for
+// the others). The error is a *RouteError: the lookup's, or ctx's error.
 func (c *routeCache) lookup(ctx context.Context, topic string) (*route.PublishInfo, error) {
-	v, err, _ := c.group.Do(topic, func() (any, error) {
-		if e := (*c.entries.Load())[topic]; e != nil {
-			return e.info, nil
-		}
-		data, err := c.src.Lookup(ctx, topic)
-		e, err := c.convert(topic, data, err)
-		if err != nil {
-			return nil, err
-		}
-		c.swap(func(m map[string]*routeEntry) bool {
-			m[topic] = e
-			return true
-		})
-		return e.info, nil
-	})
-	if err != nil {
-		return nil, err
+	info, f, err := c.join(topic)
+	if f == nil {
+		return info, err
 	}
-	return v.(*route.PublishInfo), nil
+	select {
+	case <-f.done:
+		return f.info, f.err
+	case <-ctx.Done():
+		select {
+		case <-f.done: // both: the answer is there, take it
+			return f.info, f.err
+		default:
+		}
+		return nil, &RouteError{Topic: topic, Err: ctx.Err()}
+	}
+}
+
+// join returns topic's cached publish info, or the lookup in flight for it,
+// starting one if there is none.
+func (c *routeCache) join(topic string) (*route.PublishInfo, *flight, error) {
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	if c.closed {
+		return nil, nil, &RouteError{Topic: topic, Err: ErrClosed}
+	}
+	if f := c.flights[topic]; f != nil {
+		return nil, f, nil
+	}
+	// A lookup installs its entry before it leaves flights: checked under
+	// flightMu, a miss here is a topic no lookup has found yet.
+	if info := c.cached(topic); info != nil {
+		return info, nil, nil
+	}
+	f := &flight{done: make(chan struct{})}
+	c.flights[topic] = f
+	c.lookups.Add(1)
+	go c.fly(topic, f)
+	return nil, f, nil
+}
+
+// fly runs f, the first lookup of topic, and installs what it found. A panic
+// anywhere on the way (the RouteSource, or a route filter told of the new
+// route) ends f with a *PanicError instead of the process.
+func (c *routeCache) fly(topic string, f *flight) {
+	defer c.lookups.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			f.info, f.err = nil, &RouteError{Topic: topic, Err: recovered("installing the route", r)}
+		}
+		c.flightMu.Lock()
+		delete(c.flights, topic)
+		c.flightMu.Unlock()
+		close(f.done)
+	}()
+	data, err := c.ask(c.ctx, topic)
+	e, err := c.convert(topic, data, err)
+	if err != nil {
+		f.err = err
+		return
+	}
+	c.swap(func(m map[string]*routeEntry) bool {
+		m[topic] = e
+		return true
+	})
+	f.info = e.info
+}
+
+// ask calls the source for topic under parent, bounded by c.bound on
+// c.clock. A panicking source returns a *PanicError.
+func (c *routeCache) ask(parent context.Context, topic string) (data *route.TopicRouteData, err error) {
+	ctx, cancel := latency.WithClockTimeout(parent, c.clock, c.bound)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			data, err = nil, recovered("RouteSource.Lookup", r)
+		}
+	}()
+	return c.src.Lookup(ctx, topic)
+}
+
+// close cancels the lookups in flight, refuses new ones (ErrClosed) and
+// waits for every lookup goroutine to return.
+func (c *routeCache) close() {
+	c.flightMu.Lock()
+	c.closed = true
+	c.flightMu.Unlock()
+	c.cancel()
+	c.lookups.Wait()
 }
 
 func (c *routeCache) convert(topic string, data *route.TopicRouteData, err error) (*routeEntry, error) {
@@ -102,7 +206,8 @@ func (c *routeCache) convert(topic string, data *route.TopicRouteData, err error
 }
 
 // swap applies change to a copy of the entries and installs it when change
-// reports a change; then it tells c.changed.
+// reports a change; then it tells c.changed, and returns once c.changed has
+// been told of these entries or of newer ones.
 func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
 	c.mu.Lock()
 	m := maps.Clone(*c.entries.Load())
@@ -112,12 +217,31 @@ func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
 	}
 	c.entries.Store(&m)
 	c.mu.Unlock()
-	if c.changed != nil {
-		c.changed(m)
-	}
+	c.notify()
 }
 
-// refresh asks the source again for every cached topic. A failed lookup
+// notify tells c.changed of the current entries unless it was last told of
+// them. Calls are serialized and always read the entries when their turn
+// comes, so c.changed sees the entries in the order they were installed (a
+// notice may cover several changes) and never an older snapshot after a
+// newer one. The cache lock is not held: a lookup of another topic proceeds
+// while a filter decides, and waits only to be announced.
+func (c *routeCache) notify() {
+	if c.changed == nil {
+		return
+	}
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	cur := c.entries.Load()
+	if cur == c.notified {
+		return // an overlapping change's notice already covered this one
+	}
+	c.changed(*cur)
+	c.notified = cur
+}
+
+// refresh asks the source again for every cached topic, each lookup under
+// ctx and bounded as a first lookup is. A failed (or panicking) lookup
 // keeps the cached route (the reference keeps it too); a topic that is gone
 // or has no writable queue left is dropped, so its next send looks it up and
 // fails with ErrNoRoute; a changed route gets a new publish info. It returns
@@ -132,7 +256,7 @@ func (c *routeCache) refresh(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		data, err := c.src.Lookup(ctx, topic)
+		data, err := c.ask(ctx, topic)
 		if err != nil && !errors.Is(err, ErrNoRoute) {
 			firstErr = cmp.Or(firstErr, error(&RouteError{Topic: topic, Err: err}))
 			continue

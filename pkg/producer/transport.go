@@ -58,7 +58,10 @@ func (f TransportFunc) Send(ctx context.Context, a Attempt) (Result, error) { re
 // most one Lookup per topic at a time, and asks again every
 // Config.RouteRefreshInterval; the data returned must not be modified
 // afterwards. Lookup must be safe for concurrent use and should return
-// promptly once ctx is done.
+// promptly once ctx is done. ctx is the producer's, not a sender's (a first
+// lookup serves every send that waits for it): it is done after
+// Config.Timeout on the producer's Clock, or when the producer closes. A
+// panicking Lookup fails the lookup with a *PanicError.
 type RouteSource interface {
 	Lookup(ctx context.Context, topic string) (*route.TopicRouteData, error)
 }

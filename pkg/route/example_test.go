@@ -73,28 +73,6 @@ func ExampleNewPublishInfoFromQueues() {
 	// Output: 2 [east west] 1
 }
 
-// The filtered pick probes from the round-robin index until every filter
-// admits a queue; each probe moves the index by one.
-func ExamplePublishInfo_Select() {
-	info, _ := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:1;b:1;c:1")})
-	info.Index().Store(0) // a fresh index starts at a random value
-
-	onlyC := route.QueueFilterFunc(func(q route.MessageQueue) bool { return q.BrokerName == "c" })
-	q, ok := info.Select(onlyC)
-	fmt.Println(q, ok, info.Index().Load())
-	// Output: c:0 true 2
-}
-
-// The "avoid the last broker" pick that a retry makes with fault tolerance
-// off.
-func ExamplePublishInfo_SelectAvoiding() {
-	info, _ := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:2;b:1")})
-	info.Index().Store(1)
-	q, _ := info.SelectAvoiding("b")
-	fmt.Println(q)
-	// Output: a:0
-}
-
 // The index has Java's int arithmetic: it wraps at MaxInt32 and hands out
 // values with the sign bit cleared.
 func ExampleIndex() {

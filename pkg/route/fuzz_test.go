@@ -118,14 +118,10 @@ func FuzzNewPublishInfo(f *testing.F) {
 			}
 		}
 		info.Index().Store(math.MaxInt32 - 1)
-		if _, ok := info.Select(route.AvoidBroker("a")); ok && info.Len() == 0 {
-			t.Fatalf("Select() ok on an empty route")
-		}
-		if _, ok := info.SelectAny(); ok != info.OK() {
-			t.Fatalf("SelectAny() ok = %t, want %t", ok, info.OK())
-		}
-		if _, ok := info.SelectAvoiding("a"); ok != info.OK() {
-			t.Fatalf("SelectAvoiding() ok = %t, want %t", ok, info.OK())
+		for i := range 3 {
+			if p := route.Position(info.Index().Add(1), max(info.Len(), 1)); info.Len() > 0 && (p < 0 || p >= info.Len()) {
+				t.Fatalf("Position() after %d moves = %d, outside [0, %d)", i+1, p, info.Len())
+			}
 		}
 	})
 }

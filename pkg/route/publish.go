@@ -3,7 +3,6 @@ package route
 import (
 	"errors"
 	"strconv"
-	"sync/atomic"
 )
 
 // PublishInfo is the list of message queues a producer picks from for one
@@ -22,16 +21,9 @@ type PublishInfo struct {
 	brokerIndex map[string]int32 // broker name -> index into brokers
 	writeNums   map[string]int   // broker -> write queue count of its first writable queue data
 
-	memo atomic.Pointer[memo]
-
 	_     [64]byte // keep the index, written on every pick, off the lines read with it
 	index Index
 	_     [60]byte
-}
-
-type memo struct {
-	owner uint64
-	value any
 }
 
 // Option configures a PublishInfo.
@@ -183,85 +175,3 @@ func (p *PublishInfo) Index() *Index { return &p.index }
 
 // ResetIndex resets the index to a fresh random value (Java resetIndex).
 func (p *PublishInfo) ResetIndex() { p.index.Reset() }
-
-// Select is the reference's filtered pick: up to Len() probes, each moving the
-// index by one and looking at position abs(next() % n); it returns the first
-// queue that every filter admits (all filters are evaluated on each probe).
-// With no filters it is one unfiltered probe. ok is false when no queue
-// passes or there are no queues.
-func (p *PublishInfo) Select(filters ...QueueFilter) (q MessageQueue, ok bool) {
-	n := len(p.queues)
-	if n == 0 {
-		return MessageQueue{}, false
-	}
-	if len(filters) == 0 {
-		return p.queues[Position(p.index.Add(1), n)], true
-	}
-	for range n {
-		q := p.queues[Position(p.index.Add(1), n)]
-		pass := true
-		for _, f := range filters {
-			if !f.Filter(q) {
-				pass = false
-			}
-		}
-		if pass {
-			return q, true
-		}
-	}
-	return MessageQueue{}, false
-}
-
-// SelectAny is the reference's unfiltered pick: one move of the index,
-// position next() % n. ok is false only when there are no queues (where the
-// reference divides by zero).
-func (p *PublishInfo) SelectAny() (q MessageQueue, ok bool) {
-	n := len(p.queues)
-	if n == 0 {
-		return MessageQueue{}, false
-	}
-	return p.queues[Position(p.index.Add(1), n)], true
-}
-
-// SelectAvoiding is the reference's "avoid the last broker" pick (Java
-// selectOneMessageQueue(lastBrokerName)): with an empty last broker one
-// unfiltered pick; otherwise up to Len() unfiltered picks, returning the first
-// whose broker is not last, and after Len() misses one more unfiltered pick.
-func (p *PublishInfo) SelectAvoiding(last string) (q MessageQueue, ok bool) {
-	n := len(p.queues)
-	if n == 0 {
-		return MessageQueue{}, false
-	}
-	if last != "" {
-		for range n {
-			q := p.queues[Position(p.index.Add(1), n)]
-			if q.BrokerName != last {
-				return q, true
-			}
-		}
-	}
-	return p.queues[Position(p.index.Add(1), n)], true
-}
-
-// Memo returns the value stored with SetMemo under owner, or nil. It lets a
-// package that picks over publish infos (the latency strategy) keep state it
-// derived from this route with the route itself, found with one atomic load.
-// Owners are numbers from NewMemoOwner.
-func (p *PublishInfo) Memo(owner uint64) any {
-	if m := p.memo.Load(); m != nil && m.owner == owner {
-		return m.value
-	}
-	return nil
-}
-
-// SetMemo stores v under owner, replacing whatever another owner stored (a
-// publish info keeps one memo; two owners sharing one publish info still
-// work, each rebuilding its memo when it finds the other's).
-func (p *PublishInfo) SetMemo(owner uint64, v any) {
-	p.memo.Store(&memo{owner: owner, value: v})
-}
-
-var memoOwners atomic.Uint64
-
-// NewMemoOwner returns a number no other call returned, for Memo and SetMemo.
-func NewMemoOwner() uint64 { return memoOwners.Add(1) }

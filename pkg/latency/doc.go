@@ -1,0 +1,31 @@
+// Package latency decides which message queue each send attempt of a
+// producer goes to, as RocketMQ's producer "latency fault tolerance" does
+// (MQFaultStrategy, LatencyFaultTolerance), and remembers what each attempt
+// found about its broker.
+//
+// Start with [NewStrategy] and a [Config]: [Reference5] and [Reference4]
+// decide exactly as RocketMQ 5.3.3 and 4.9.8 do, [DefaultConfig] is the
+// mqfault preset with the policies past the reference on. Then, per send
+// attempt, [Strategy.Select] picks a queue of a route (a
+// route.PublishInfo) and [Strategy.Update] records how the attempt went.
+// [Strategy.Start] runs the detector, which probes isolated brokers through a
+// [Resolver] and a [ServiceDetector] (WithResolver, WithServiceDetector);
+// [Strategy.Close] stops it.
+//
+// The state lives in a [FaultTable]: per broker its last latency, until when
+// it is isolated and whether it is reachable. A strategy has its own table,
+// or shares one given with [WithFaultTable]. What a mode changes (the
+// cascade of stages a pick goes through, the update rules, the duration
+// table) is chosen once when the strategy is built; [Stage] names the stages
+// and a [StageCounter] counts picks by the stage that answered.
+//
+// Everything on the pick and update paths is safe for concurrent use, never
+// blocks on I/O and allocates nothing once a route has been seen; only the
+// detector runs goroutines, and Close waits for them.
+//
+// Reading the code: pick.go (the pick's types and the shared cursor),
+// cascade5.go and cascade4.go (each mode's cascade), routeview.go (how a pick
+// skips what a pass would refuse), table.go and leastbad.go (the fault
+// table), policy.go with isolationcap.go and backoff.go (the policies past
+// the reference), detector.go and detect.go (the detector).
+package latency

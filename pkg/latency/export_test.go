@@ -1,0 +1,7 @@
+package latency
+
+// WalkOnly makes s probe queue by queue and sort the table on every
+// least-bad pick, ignoring the routes' flag summaries and the kept order:
+// the reference's procedure, which the model tests hold the fast path to.
+// Call it before the first pick.
+func WalkOnly(s *Strategy) { s.walkOnly = true }
