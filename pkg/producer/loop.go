@@ -241,6 +241,8 @@ type Loop struct {
 
 	stop Stop
 	err  error
+	// budgetRefused: the retry budget refused the send's retry.
+	budgetRefused bool
 
 	brokers [4]string // the first picks
 	more    []string  // picks after the fourth
@@ -512,6 +514,7 @@ func (l *Loop) end() {
 // earlier answer if it has one, else failed with its last error wrapped in a
 // *RetryBudgetError.
 func (l *Loop) refused() {
+	l.budgetRefused = true
 	if l.answered {
 		l.finishAnswered()
 		return
@@ -548,6 +551,10 @@ func errNoDetail(o Outcome) error {
 	}
 	return &TransportError{Kind: o.Transport, Err: errors.New("transport error")}
 }
+
+// RetryRefused reports whether the retry budget refused the send's retry
+// (the send then ended with its last error, or an earlier answer).
+func (l *Loop) RetryRefused() bool { return l.budgetRefused }
 
 // Done reports whether the send is over.
 func (l *Loop) Done() bool { return l.phase == phaseDone }

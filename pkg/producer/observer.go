@@ -47,6 +47,10 @@ type SendEvent struct {
 	// Status is the answer's status when Err is nil.
 	Status SendStatus
 	Err    error
+	// RetryRefused is true when the retry budget (Config.RetryBudget)
+	// refused the send's retry: it ended with its last error, or with an
+	// earlier answer.
+	RetryRefused bool
 }
 
 // NopObserver ignores everything; embed it to implement only some methods.

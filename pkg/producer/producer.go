@@ -371,7 +371,8 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 func (p *Producer) end(l *Loop, topic string) (Result, error) {
 	res, err := l.Result()
 	if p.obs != nil {
-		p.obs.OnSend(SendEvent{Topic: topic, Kind: l.Kind(), Attempts: l.Attempts(), Elapsed: l.Elapsed(), Stop: l.Stop(), Status: res.Status, Err: err})
+		p.obs.OnSend(SendEvent{Topic: topic, Kind: l.Kind(), Attempts: l.Attempts(), Elapsed: l.Elapsed(), Stop: l.Stop(), Status: res.Status, Err: err,
+			RetryRefused: l.RetryRefused()})
 	}
 	return res, err
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // sendFailing runs one sync send at now whose every attempt fails with
-// errNotSent, and returns its attempts and error.
-func sendFailing(p *Policy, now time.Time) (int, error) {
+// errNotSent, and returns its attempts, its error and Loop.RetryRefused.
+func sendFailing(p *Policy, now time.Time) (int, error, bool) {
 	l := NewLoop(p, KindSync, "T", now)
 	for {
 		if _, ok := l.Next(now); !ok {
@@ -22,7 +22,7 @@ func sendFailing(p *Policy, now time.Time) (int, error) {
 		l.Finish(failed(errNotSent, 1))
 	}
 	_, err := l.Result()
-	return l.Attempts(), err
+	return l.Attempts(), err, l.RetryRefused()
 }
 
 // sendOK runs one sync send at now answered at once.
@@ -65,7 +65,10 @@ func TestRetryBudget(t *testing.T) {
 			now = now.Add(tt.gap)
 			retries, refused := 0, 0
 			for range tt.failing {
-				n, err := sendFailing(p, now)
+				n, err, refusedFlag := sendFailing(p, now)
+				if refusedFlag != errors.Is(err, ErrRetryBudget) {
+					t.Errorf("Loop.RetryRefused() = %v for error %v", refusedFlag, err)
+				}
 				retries += n - 1
 				if errors.Is(err, ErrRetryBudget) {
 					refused++
@@ -103,7 +106,7 @@ func TestRetryBudgetAnsweredEnd(t *testing.T) {
 		t.Fatal("Next() = true, want the budget to refuse the retry")
 	}
 	res, err := l.Result()
-	if err != nil || res.Status != FlushDiskTimeout || l.Stop() != StopAnswered {
+	if err != nil || res.Status != FlushDiskTimeout || l.Stop() != StopAnswered || !l.RetryRefused() {
 		t.Errorf("Result() = %+v, %v (stop %v); want the earlier answer", res, err, l.Stop())
 	}
 }

@@ -58,6 +58,7 @@ type Metrics struct {
 	sendsBy    [][]prometheus.Counter // by kind, then stop
 	duration   *prometheus.HistogramVec
 	durationBy []prometheus.Observer // by kind
+	refused    prometheus.Counter    // sends whose retry the retry budget refused
 
 	isolatedDesc    *prometheus.Desc
 	unreachableDesc *prometheus.Desc
@@ -147,6 +148,8 @@ func New(opts ...Option) (*Metrics, error) {
 			Help: "Send attempts, by broker and outcome."}, []string{"broker", "outcome"}),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("sends_total"),
 			Help: "Sends ended, by kind and result."}, []string{"kind", "result"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: name("retries_refused_total"),
+			Help: "Sends whose retry the producer's retry budget refused (the send ended with its last error)."}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("send_duration_seconds"),
 			Help: "How long sends took, retries included, by kind.", Buckets: o.buckets}, []string{"kind"}),
 		isolatedDesc: prometheus.NewDesc(name("isolated_brokers"),
@@ -256,11 +259,14 @@ func (m *Metrics) OnSend(ev producer.SendEvent) {
 	}
 	m.sendsBy[k][s].Inc()
 	m.durationBy[k].Observe(ev.Elapsed.Seconds())
+	if ev.RetryRefused {
+		m.refused.Inc()
+	}
 }
 
 // vecs are the metric vectors Metrics collects as they are.
 func (m *Metrics) vecs() []prometheus.Collector {
-	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.sends, m.duration}
+	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.sends, m.duration, m.refused}
 }
 
 // Describe implements prometheus.Collector.
