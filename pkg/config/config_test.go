@@ -135,6 +135,8 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Strategy.BusyDecay }, 500 * time.Millisecond, []string{"-1s", "1"}},
 	{"busy_isolate_after", "8", nil,
 		func(c Config) any { return c.Strategy.BusyIsolateAfter }, 8, []string{"-1", "eight"}},
+	{"probe_ends_backoff", "true", nil,
+		func(c Config) any { return c.Strategy.ProbeEndsBackoff }, true, []string{"sometimes"}},
 	{"durations", "100ms, 1s ; 0s, 5s", nil,
 		func(c Config) any { return mustGet(c, "durations") }, "100ms,1s;0s,5s",
 		[]string{"100ms,1s;0s", "1s,100ms;0s,0s", "abc", "1s;2s;3s", "-1s;1s", "1s;-1s", "1;2s"}},

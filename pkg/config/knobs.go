@@ -61,6 +61,8 @@ var knobs = []knob{
 		func(c *Config) *time.Duration { return &c.Strategy.BusyDecay }),
 	intKnob("busy_isolate_after", "busy is load: the load penalty at which a busy broker is isolated for busy_decay; 0 never",
 		func(c *Config) *int { return &c.Strategy.BusyIsolateAfter }),
+	boolKnob("probe_ends_backoff", "an answered probe cuts a backoff-lengthened isolation to the duration table's; the next attempt decides",
+		func(c *Config) *bool { return &c.Strategy.ProbeEndsBackoff }),
 	intKnob("retry_times", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
 		func(c *Config) *int { return &c.Producer.RetryTimes }),
 	intKnob("async_retry_times", "retries of an async send (retryTimesWhenSendAsyncFailed)",

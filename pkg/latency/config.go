@@ -121,6 +121,16 @@ type Config struct {
 	// sending more to a broker that pushes back. It takes effect with the
 	// cap on (MaxIsolatedFraction).
 	CapHoldsBusy bool
+	// ProbeEndsBackoff brings a recovered broker back (recovery.go): when the
+	// detector's probe answers for a broker whose failure isolation the
+	// backoff lengthened (IsolationBackoff), that isolation ends where the
+	// duration table alone would have ended it (at once if that time has
+	// passed), and the broker's next attempt decides: an answer keeps it in
+	// service, a failure isolates it again, one backoff level longer. It
+	// takes effect with the backoff and the detector on. Off in every
+	// preset: in the simulator it brings flapping and busy brokers back too
+	// soon (POLICIES.md).
+	ProbeEndsBackoff bool
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault

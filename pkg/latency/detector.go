@@ -36,6 +36,7 @@ type Detector struct {
 	timeout  time.Duration
 	parallel int
 	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable
+	recovery bool // Config.ProbeEndsBackoff: an answered probe cuts a lengthened isolation (recovery.go)
 	obs      Observer
 	log      *slog.Logger
 
@@ -137,6 +138,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		c.reachable.Add(1)
 		if sl.present.Load() && sl.setReachable(true) {
 			ev.BecameReachable = true
+		}
+		if d.recovery {
+			sl.endBackoffEarly()
 		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)

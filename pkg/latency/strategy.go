@@ -186,6 +186,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 			timeout:  cfg.DetectTimeout,
 			parallel: cfg.DetectParallel,
 			failures: cfg.ProbeFailures,
+			recovery: cfg.ProbeEndsBackoff && cfg.IsolationBackoff != 0,
 			obs:      o.obs,
 			log:      o.log,
 		}

@@ -134,6 +134,10 @@ type slot struct {
 	// no failure of another class came since (capacity.go; kept only with
 	// Config.CapHoldsBusy).
 	pushedBack atomic.Bool
+	// baseUntil is when the running failure isolation would end without
+	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
+	// Written under mu.
+	baseUntil atomic.Int64
 
 	table *FaultTable
 	mu    sync.Mutex // serializes isolation changes with the expiry timer
@@ -299,6 +303,7 @@ func update4(s *slot, isolation time.Duration, _ bool, _ Reason, _ isolationHook
 func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook) (until int64, given time.Duration, ok, extended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	base := d
 	if failure && bo != nil {
 		d = bo.failureIsolation(s, d, now)
 	}
@@ -313,6 +318,11 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook
 	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
 	s.ended = true
 	s.until.Store(until)
+	if failure && d > base {
+		s.baseUntil.Store(addNanos(now, base))
+	} else {
+		s.baseUntil.Store(0)
+	}
 	s.setIsolated(true)
 	s.arm(span(now, until))
 	s.table.bump()
