@@ -80,7 +80,8 @@ func (e Env) Options() []latency.Option {
 //   - mqfault: the mqfault preset, latency.DefaultConfig and
 //     producer.DefaultConfig: v5 with the detector and the policies past the
 //     reference on (isolation cap, backoff for repeat offenders, failed
-//     probes counted, 16 probes at a time) and the 1 s per-attempt cap.
+//     probes counted, 16 probes at a time, the cap holding busy brokers)
+//     and the 1 s per-attempt cap and retry budget of half the sends.
 //
 // Each call returns a new slice that the caller may change.
 func Strategies() []Strategy {
@@ -100,7 +101,7 @@ func Strategies() []Strategy {
 			Latency: v5, Producer: producer.Reference5()},
 		{Name: "v5+detector", Summary: "RocketMQ 5.3.3, latency fault tolerance and detector on",
 			Latency: v5d, Producer: producer.Reference5()},
-		{Name: "mqfault", Summary: "the mqfault preset: v5, detector, isolation cap, backoff, probe failures, 1 s per-attempt cap",
+		{Name: "mqfault", Summary: "the mqfault preset: v5, detector, isolation cap holding busy brokers, backoff, probe failures, 1 s per-attempt cap, retry budget",
 			Latency: latency.DefaultConfig(), Producer: producer.DefaultConfig()},
 	}
 }
