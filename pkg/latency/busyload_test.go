@@ -211,3 +211,27 @@ func slicesEqual(a, b []string) bool {
 	}
 	return true
 }
+
+// TestOutcomeHooksAllocations checks that reporting outcomes through the
+// new policies' hooks allocates nothing for a known broker.
+func TestOutcomeHooksAllocations(t *testing.T) {
+	s, clock := policyStrategy(t, func(c *latency.Config) {
+		*c = latency.DefaultConfig()
+		c.Detector = false // no resolver here; the hooks do not need it
+		c.BusyDecay, c.BusyIsolateAfter = time.Second, 3
+	})
+	q := route.MessageQueue{Topic: "T", BrokerName: "b"}
+	p := latency.Pick{Queue: &q, Reporter: s}
+	p.Done(busyAnswer)
+	outs := []latency.Outcome{busyAnswer, {Class: latency.ClassAnswered, Latency: time.Millisecond},
+		{Class: latency.ClassTransportNotSent, Latency: time.Millisecond}}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, o := range outs {
+			p.Done(o)
+		}
+		clock.Advance(time.Millisecond)
+	})
+	if allocs != 0 {
+		t.Errorf("Done allocates %v times per run, want 0", allocs)
+	}
+}
