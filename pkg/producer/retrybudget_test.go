@@ -9,8 +9,8 @@ import (
 )
 
 // sendFailing runs one sync send at now whose every attempt fails with
-// errNotSent, and returns its attempts, its error and Loop.RetryRefused.
-func sendFailing(p *Policy, now time.Time) (int, error, bool) {
+// errNotSent, and returns its attempts, Loop.RetryRefused and its error.
+func sendFailing(p *Policy, now time.Time) (attempts int, refused bool, err error) {
 	l := NewLoop(p, KindSync, "T", now)
 	for {
 		if _, ok := l.Next(now); !ok {
@@ -21,8 +21,8 @@ func sendFailing(p *Policy, now time.Time) (int, error, bool) {
 		}
 		l.Finish(failed(errNotSent, 1))
 	}
-	_, err := l.Result()
-	return l.Attempts(), err, l.RetryRefused()
+	_, err = l.Result()
+	return l.Attempts(), l.RetryRefused(), err
 }
 
 // sendOK runs one sync send at now answered at once.
@@ -65,7 +65,7 @@ func TestRetryBudget(t *testing.T) {
 			now = now.Add(tt.gap)
 			retries, refused := 0, 0
 			for range tt.failing {
-				n, err, refusedFlag := sendFailing(p, now)
+				n, refusedFlag, err := sendFailing(p, now)
 				if refusedFlag != errors.Is(err, ErrRetryBudget) {
 					t.Errorf("Loop.RetryRefused() = %v for error %v", refusedFlag, err)
 				}
