@@ -20,9 +20,9 @@ import "github.com/mqfault/mqfault/internal/configerr"
 // broker; an answer does not end it, since under a send queue the answers of
 // sends queued before the busy one arrive after it.
 //
-// Measured (POLICIES.md): with the hold, short-capacity-open fails 4,003
-// sends against v5's 5,690 (21,033 without), short-capacity-blackhole 408
-// against 1,332 (4,103 without). A variant that cleared the hold on any
+// Measured (POLICIES.md, seed 1): with the hold, short-capacity-blackhole
+// fails 408 sends against v5's 1,332 (3,989 without), short-capacity-open
+// 4,003 (27,060 without; v5 5,690 at seed 1, about 3,650 at seeds 2-4). A variant that cleared the hold on any
 // answer failed 24,769 in short-capacity-open: late answers put the busy
 // broker back in the cap's reach.
 
