@@ -440,13 +440,14 @@ var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font-family: Arial, Helvetica, sans-serif; margin: 1.5em auto; padding: 0 1em; max-width: 76em; color: #222; }
+body { font-family: Arial, Helvetica, sans-serif; margin: 1.5em auto; padding: 0 1em; max-width: 96em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2.2em; border-top: 1px solid #ccc; padding-top: 0.8em; }
 h3 { font-size: 1em; margin: 1.4em 0 0.3em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; white-space: nowrap; background: #fff; }
 th { vertical-align: bottom; }
+th.n { white-space: normal; min-width: 4.5em; }
 tr > :first-child { position: sticky; left: 0; text-align: left; }
 @media (max-width: 800px) {
   body { font-size: 15px; }
