@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/configerr"
 )
 
 // Detector runs the reference's detector rounds (detectByOneRound) over a
@@ -25,8 +27,11 @@ import (
 // parallel at once (1 by default), taking each item in broker-name order as a
 // probe slot frees up, so with parallel 1 it is the reference's round.
 //
-// A Strategy builds its Detector (WithResolver); the zero Detector has no
-// table, and its Round reports nothing.
+// A Strategy builds its own Detector (WithResolver) and runs its rounds
+// (Start, DetectRound). NewDetector builds one over a table of your own, for
+// running rounds on your own schedule; the zero Detector has no table, and its
+// Round reports nothing. Round may be called from several goroutines, but
+// rounds over one table are meant to run one at a time.
 type Detector struct {
 	table    *FaultTable
 	resolver Resolver
@@ -41,6 +46,72 @@ type Detector struct {
 	log      *slog.Logger
 
 	calls sync.WaitGroup // every Detect call, including ones a round stopped waiting for
+}
+
+// DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
+// Timeout are required; the rest have defaults.
+type DetectorConfig struct {
+	Table    *FaultTable     // the items to check (mode v5: mode v4 has no detector)
+	Resolver Resolver        // broker name to address; a broker it does not know is dropped
+	Service  ServiceDetector // the probe; nil means no probes (stamps and drops only)
+	Clock    Clock           // nil means RealClock
+	Interval time.Duration   // how long a check stamp holds (Config.DetectInterval)
+	Timeout  time.Duration   // each probe's deadline (Config.DetectTimeout)
+	Parallel int             // probes at once; 0 means 1 (Config.DetectParallel)
+	// ProbeFailures makes a failed probe mark the broker unreachable
+	// (Config.ProbeFailures).
+	ProbeFailures bool
+	// ProbeEndsBackoff makes an answered probe end a lengthened isolation
+	// (Config.ProbeEndsBackoff).
+	ProbeEndsBackoff bool
+	Observer         Observer     // hears of every probe; nil means none
+	Logger           *slog.Logger // nil means slog.Default()
+}
+
+// NewDetector validates cfg and returns a Detector over cfg.Table, or every
+// problem at once as *ConfigError values joined with errors.Join (each
+// matching ErrInvalidConfig).
+func NewDetector(cfg DetectorConfig) (*Detector, error) {
+	var l configerr.List
+	if cfg.Table == nil {
+		l.Add(invalid("Table", nil, "is required"))
+	} else if cfg.Table.mode == ModeV4 {
+		l.Add(invalid("Table", string(ModeV4), "mode v4 has no detector"))
+	}
+	if cfg.Resolver == nil {
+		l.Add(invalid("Resolver", nil, "is required"))
+	}
+	if cfg.Interval <= 0 {
+		l.Add(invalid("Interval", cfg.Interval, "must be positive"))
+	}
+	if cfg.Timeout <= 0 {
+		l.Add(invalid("Timeout", cfg.Timeout, "must be positive"))
+	}
+	if cfg.Parallel < 0 {
+		l.Add(invalid("Parallel", cfg.Parallel, "must not be negative"))
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Detector{
+		table:    cfg.Table,
+		resolver: cfg.Resolver,
+		service:  cfg.Service,
+		clock:    cfg.Clock,
+		interval: cfg.Interval,
+		timeout:  cfg.Timeout,
+		parallel: max(cfg.Parallel, 1),
+		failures: cfg.ProbeFailures,
+		recovery: cfg.ProbeEndsBackoff,
+		obs:      cfg.Observer,
+		log:      cfg.Logger,
+	}, nil
 }
 
 // RoundReport counts what one round did.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -672,5 +673,67 @@ func TestDetectRoundEndsUnderProbe(t *testing.T) {
 				t.Errorf("DetectRound() = %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestNewDetector: NewDetector names every bad input at once, and a Detector
+// it builds runs the reference's round over the table it was given (due
+// items stamped, an unknown broker dropped, an answered probe making its
+// broker reachable, isolation kept).
+func TestNewDetector(t *testing.T) {
+	_, err := latency.NewDetector(latency.DetectorConfig{Parallel: -1})
+	if !errors.Is(err, latency.ErrInvalidConfig) {
+		t.Fatalf("NewDetector(zero config) error = %v, want ErrInvalidConfig", err)
+	}
+	for _, field := range []string{"Table", "Resolver", "Interval", "Timeout", "Parallel"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("NewDetector(zero config) error %q does not name %s", err, field)
+		}
+	}
+	var ce *latency.ConfigError
+	if !errors.As(err, &ce) {
+		t.Errorf("NewDetector error %v is no *ConfigError", err)
+	}
+	v4 := latency.NewFaultTable(latency.ModeV4, latency.RealClock{})
+	_, err = latency.NewDetector(latency.DetectorConfig{Table: v4, Resolver: latency.ResolverFunc(func(string) (string, bool) { return "", false }), Interval: time.Second, Timeout: time.Second})
+	if !errors.Is(err, latency.ErrInvalidConfig) || !strings.Contains(err.Error(), "v4") {
+		t.Errorf("NewDetector(v4 table) error = %v, want a v4 ConfigError", err)
+	}
+
+	ctrl := gomock.NewController(t)
+	clock := latency.NewManualClock(t0)
+	table := latency.NewFaultTable(latency.ModeV5, clock)
+	table.Update("a", 5*time.Millisecond, time.Hour, false)
+	table.Update("gone", 5*time.Millisecond, time.Hour, false)
+	service := mocks.NewMockServiceDetector(ctrl)
+	service.EXPECT().Detect(gomock.Any(), "addr-a").Return(nil)
+	obs := mocks.NewMockObserver(ctrl)
+	obs.EXPECT().OnProbe(probeEvent("a", nil, true))
+	d, err := latency.NewDetector(latency.DetectorConfig{
+		Table: table,
+		Resolver: latency.ResolverFunc(func(b string) (string, bool) {
+			return "addr-" + b, b == "a"
+		}),
+		Service:  service,
+		Clock:    clock,
+		Interval: 2 * time.Second,
+		Timeout:  200 * time.Millisecond,
+		Observer: obs,
+		Logger:   discardLog,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, want := d.Round(t.Context()), (latency.RoundReport{Due: 2, Removed: 1, Probed: 1, Reachable: 1}); rep != want {
+		t.Errorf("first Round() = %+v, want %+v", rep, want)
+	}
+	if !table.IsReachable("a") || table.IsAvailable("a") {
+		t.Errorf("a: reachable %v available %v, want reachable and still isolated", table.IsReachable("a"), table.IsAvailable("a"))
+	}
+	if _, ok := table.Item("gone"); ok {
+		t.Error("the broker the resolver does not know is still in the table")
+	}
+	if rep := d.Round(t.Context()); rep != (latency.RoundReport{}) {
+		t.Errorf("Round() within the interval = %+v, want nothing due", rep)
 	}
 }

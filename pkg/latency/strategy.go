@@ -177,19 +177,23 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		s.policies = newPolicies(cfg)
 	}
 	if o.resolver != nil && spec.detector {
-		s.detector = &Detector{
-			table:    s.table,
-			resolver: o.resolver,
-			service:  o.service,
-			clock:    o.clock,
-			interval: cfg.DetectInterval,
-			timeout:  cfg.DetectTimeout,
-			parallel: cfg.DetectParallel,
-			failures: cfg.ProbeFailures,
-			recovery: cfg.ProbeEndsBackoff && cfg.IsolationBackoff != 0,
-			obs:      o.obs,
-			log:      o.log,
+		d, err := NewDetector(DetectorConfig{
+			Table:            s.table,
+			Resolver:         o.resolver,
+			Service:          o.service,
+			Clock:            o.clock,
+			Interval:         cfg.DetectInterval,
+			Timeout:          cfg.DetectTimeout,
+			Parallel:         cfg.DetectParallel,
+			ProbeFailures:    cfg.ProbeFailures,
+			ProbeEndsBackoff: cfg.ProbeEndsBackoff && cfg.IsolationBackoff != 0,
+			Observer:         o.obs,
+			Logger:           o.log,
+		})
+		if err != nil {
+			return nil, err
 		}
+		s.detector = d
 	}
 	return s, nil
 }
