@@ -11,7 +11,10 @@ import "github.com/mqfault/mqfault/pkg/route"
 // the first pick on it; a user driving Select with publish infos of their own
 // calls it when they build one (a pick on a publish info the strategy was not
 // told of builds the same, once). It may block while a filter decides (a
-// plugin filter's batch call); it is never needed on the pick path.
+// plugin filter's batch call); it is never needed on the pick path. A filter
+// whose Update panics does not keep the strategy or the other filters from
+// hearing of info: they are all told, then the panic goes on to the caller
+// (the producer recovers it: producer.PanicError).
 func (s *Strategy) RouteChanged(info *route.PublishInfo) {
 	if info == nil {
 		return
@@ -19,12 +22,29 @@ func (s *Strategy) RouteChanged(info *route.PublishInfo) {
 	if info.Len() > 0 {
 		s.bind(info)
 	}
-	for _, f := range s.filters {
-		if rf, ok := f.(route.RouteFilter); ok {
-			rf.Update(info)
-		}
-	}
 	s.noteRoute(info)
+	updateFilters(s.filters, info)
+}
+
+// updateFilters tells every route filter in fs of info. When one panics, the
+// ones after it are told while the panic unwinds, and it goes on unchanged.
+func updateFilters(fs []route.QueueFilter, info *route.PublishInfo) {
+	for i, f := range fs {
+		rf, ok := f.(route.RouteFilter)
+		if !ok {
+			continue
+		}
+		done := false
+		func() {
+			defer func() {
+				if !done {
+					updateFilters(fs[i+1:], info)
+				}
+			}()
+			rf.Update(info)
+			done = true
+		}()
+	}
 }
 
 // RouteRemoved tells the strategy, and every user filter that decides per

@@ -37,3 +37,14 @@ func (e *PanicError) Unwrap() error {
 func recovered(fn string, r any) *PanicError {
 	return &PanicError{Func: fn, Value: r, Stack: debug.Stack()}
 }
+
+// catch calls f and returns nil, or a *PanicError for fn when f panicked.
+func catch(fn string, f func()) (err *PanicError) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered(fn, r)
+		}
+	}()
+	f()
+	return nil
+}

@@ -197,25 +197,43 @@ func (p *Producer) refreshLoop(t latency.Ticker) {
 }
 
 // routesChanged runs after every change of the route cache: it tells the
-// strategy about new and dropped routes (RouteChanged, RouteRemoved).
-func (p *Producer) routesChanged(entries map[string]*routeEntry) {
+// strategy about new and dropped routes (RouteChanged, RouteRemoved). A call
+// that panics (a route filter's Update or Remove, through the strategy) is
+// recovered: it is logged, and its topic maps to a *PanicError in the result.
+// The route counts as announced all the same: the strategy is not asked again
+// until the topic's route changes again, and a filter whose Update panicked
+// keeps answering from whatever it decided last.
+func (p *Producer) routesChanged(entries map[string]*routeEntry) map[string]error {
 	p.announcedMu.Lock()
 	defer p.announcedMu.Unlock()
 	if p.announced == nil {
 		p.announced = map[string]*route.PublishInfo{}
 	}
+	var failed map[string]error
+	fail := func(topic string, err *PanicError) {
+		if err == nil {
+			return
+		}
+		p.log.Error("producer: the strategy panicked when told of a route change; the route is installed",
+			"topic", topic, "func", err.Func, "panic", err.Value)
+		if failed == nil {
+			failed = map[string]error{}
+		}
+		failed[topic] = err
+	}
 	for topic, e := range entries {
 		if p.announced[topic] != e.info {
-			p.strat.RouteChanged(e.info)
+			fail(topic, catch("Strategy.RouteChanged", func() { p.strat.RouteChanged(e.info) }))
 			p.announced[topic] = e.info
 		}
 	}
 	for topic := range p.announced {
 		if _, ok := entries[topic]; !ok {
-			p.strat.RouteRemoved(topic)
+			fail(topic, catch("Strategy.RouteRemoved", func() { p.strat.RouteRemoved(topic) }))
 			delete(p.announced, topic)
 		}
 	}
+	return failed
 }
 
 var (

@@ -30,8 +30,8 @@ type routeCache struct {
 	src     RouteSource
 	opts    []route.Option
 	clock   latency.Clock
-	bound   time.Duration                        // one lookup's budget on clock
-	changed func(entries map[string]*routeEntry) // told of the newest entries after every change, outside mu
+	bound   time.Duration                                         // one lookup's budget on clock
+	changed func(entries map[string]*routeEntry) map[string]error // told of the newest entries after every change, outside mu
 
 	ctx    context.Context // done at close
 	cancel context.CancelFunc
@@ -69,7 +69,7 @@ var errNoWritableQueue = errors.New("the route has no writable queue on a broker
 
 // newRouteCache returns a cache over src whose lookups take at most bound on
 // clock each; changed is told of the entries after every change.
-func newRouteCache(src RouteSource, opts []route.Option, clock latency.Clock, bound time.Duration, changed func(map[string]*routeEntry)) *routeCache {
+func newRouteCache(src RouteSource, opts []route.Option, clock latency.Clock, bound time.Duration, changed func(map[string]*routeEntry) map[string]error) *routeCache {
 	c := &routeCache{src: src, opts: opts, clock: clock, bound: bound, changed: changed, flights: map[string]*flight{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m := map[string]*routeEntry{}
@@ -140,7 +140,9 @@ func (c *routeCache) join(topic string) (*route.PublishInfo, *flight, error) {
 
 // fly runs f, the first lookup of topic, and installs what it found. A panic
 // anywhere on the way (the RouteSource, or a route filter told of the new
-// route) ends f with a *PanicError instead of the process.
+// route) ends f with a *PanicError instead of the process; when it was the
+// strategy told of the new route that panicked, the route stays installed
+// (see Producer.routesChanged) and the next send uses it.
 func (c *routeCache) fly(topic string, f *flight) {
 	defer c.lookups.Done()
 	defer func() {
@@ -158,10 +160,13 @@ func (c *routeCache) fly(topic string, f *flight) {
 		f.err = err
 		return
 	}
-	c.swap(func(m map[string]*routeEntry) bool {
+	if err := c.swap(func(m map[string]*routeEntry) bool {
 		m[topic] = e
 		return true
-	})
+	})[topic]; err != nil {
+		f.err = &RouteError{Topic: topic, Err: err}
+		return
+	}
 	f.info = e.info
 }
 
@@ -207,17 +212,18 @@ func (c *routeCache) convert(topic string, data *route.TopicRouteData, err error
 
 // swap applies change to a copy of the entries and installs it when change
 // reports a change; then it tells c.changed, and returns once c.changed has
-// been told of these entries or of newer ones.
-func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
+// been told of these entries or of newer ones, with what c.changed reported
+// failed per topic (nil when another call's notice covered this change).
+func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) map[string]error {
 	c.mu.Lock()
 	m := maps.Clone(*c.entries.Load())
 	if !change(m) {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.entries.Store(&m)
 	c.mu.Unlock()
-	c.notify()
+	return c.notify()
 }
 
 // notify tells c.changed of the current entries unless it was last told of
@@ -226,18 +232,19 @@ func (c *routeCache) swap(change func(m map[string]*routeEntry) bool) {
 // notice may cover several changes) and never an older snapshot after a
 // newer one. The cache lock is not held: a lookup of another topic proceeds
 // while a filter decides, and waits only to be announced.
-func (c *routeCache) notify() {
+func (c *routeCache) notify() map[string]error {
 	if c.changed == nil {
-		return
+		return nil
 	}
 	c.notifyMu.Lock()
 	defer c.notifyMu.Unlock()
 	cur := c.entries.Load()
 	if cur == c.notified {
-		return // an overlapping change's notice already covered this one
+		return nil // an overlapping change's notice already covered this one
 	}
-	c.changed(*cur)
+	failed := c.changed(*cur)
 	c.notified = cur
+	return failed
 }
 
 // refresh asks the source again for every cached topic, each lookup under
@@ -245,7 +252,10 @@ func (c *routeCache) notify() {
 // keeps the cached route (the reference keeps it too); a topic that is gone
 // or has no writable queue left is dropped, so its next send looks it up and
 // fails with ErrNoRoute; a changed route gets a new publish info. It returns
-// the first lookup error, for the caller to log.
+// the first lookup error, for the caller to log; when there was none, the
+// first topic whose announcement panicked (a route filter's Update), as a
+// *RouteError wrapping the *PanicError: the new route is installed all the
+// same.
 func (c *routeCache) refresh(ctx context.Context) error {
 	var firstErr error
 	type change struct {
@@ -277,7 +287,7 @@ func (c *routeCache) refresh(ctx context.Context) error {
 	if len(changes) == 0 {
 		return firstErr
 	}
-	c.swap(func(m map[string]*routeEntry) bool {
+	failed := c.swap(func(m map[string]*routeEntry) bool {
 		changed := false
 		for topic, ch := range changes {
 			if m[topic] != ch.old { // a lookup replaced it meanwhile
@@ -292,6 +302,10 @@ func (c *routeCache) refresh(ctx context.Context) error {
 		}
 		return changed
 	})
+	if firstErr == nil && len(failed) > 0 {
+		topic := slices.Min(slices.Collect(maps.Keys(failed)))
+		firstErr = &RouteError{Topic: topic, Err: failed[topic]}
+	}
 	return firstErr
 }
 
