@@ -155,6 +155,7 @@ var retriesTooMany = "must be at most " + strconv.Itoa(MaxRetries) + " (1 + retr
 // Policy: the Loops sharing a Policy share it). It is safe for concurrent use.
 type Policy struct {
 	mode         latency.Mode
+	rules        modeRules // the mode's send-loop rules (moderules.go)
 	retryTimes   int
 	asyncRetries int
 	timeout      time.Duration
@@ -166,7 +167,10 @@ type Policy struct {
 
 // NewPolicy validates cfg and resolves it for mode (latency.ModeV5 or
 // latency.ModeV4; "" is v5): the mode picks the default retry codes and the
-// fault-update rules.
+// send loop's other mode rules (whether a sync retry resets the route index,
+// whether an async retry checks the budget, whether an overloaded async
+// attempt ends the send); the fault updates are the strategy's
+// (latency.UpdateFor).
 func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -174,20 +178,19 @@ func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 	if mode == "" {
 		mode = latency.ModeV5
 	}
-	if mode != latency.ModeV5 && mode != latency.ModeV4 {
+	rules, ok := rulesByMode[mode]
+	if !ok {
 		return nil, invalid("mode", string(mode), `must be "v5" or "v4"`)
 	}
 	codes := cfg.RetryCodes
 	if codes == nil {
-		codes = RetryCodes5()
-		if mode == latency.ModeV4 {
-			codes = RetryCodes4()
-		}
+		codes = rules.retryCodes()
 	}
 	codes = slices.Clone(codes)
 	slices.Sort(codes)
 	return &Policy{
 		mode:         mode,
+		rules:        rules,
 		retryTimes:   cfg.RetryTimes,
 		asyncRetries: cfg.AsyncRetryTimes,
 		timeout:      cfg.Timeout,

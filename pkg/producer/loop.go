@@ -301,12 +301,12 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 	if l.attempts > 0 {
 		pi.LastBroker = l.broker
 		if l.kind == KindAsync {
-			if l.p.mode == latency.ModeV5 && l.p.timeout-now.Sub(l.start) <= 0 {
+			if l.p.rules.asyncRetryBudget && l.p.timeout-now.Sub(l.start) <= 0 {
 				l.end()
 				return latency.PickInfo{}, false
 			}
 		} else {
-			pi.ResetIndex = l.p.mode == latency.ModeV5
+			pi.ResetIndex = l.p.rules.resetIndex
 		}
 	}
 	l.phase = phaseStart
@@ -472,7 +472,7 @@ func (l *Loop) finishAsync(o *Outcome) Decision {
 	case ClassCancelled:
 		l.fail(StopCancelled, l.lastErr)
 	default: // ClassTransport
-		if o.Transport == TransportOverloaded && l.p.mode != latency.ModeV4 {
+		if o.Transport == TransportOverloaded && l.p.rules.asyncOverloadEnds {
 			l.fail(StopFailed, l.lastErr)
 			return d
 		}
