@@ -6,11 +6,20 @@
 // Start with [NewStrategy] and a [Config]: [Reference5] and [Reference4]
 // decide exactly as RocketMQ 5.3.3 and 4.9.8 do, [DefaultConfig] is the
 // mqfault preset with the policies past the reference on. Then, per send
-// attempt, [Strategy.Select] picks a queue of a route (a
-// route.PublishInfo) and [Strategy.Update] records how the attempt went.
+// attempt, [Strategy.Select] picks a queue of a route (a route.PublishInfo)
+// and returns a [Pick]; the attempt reports what it met through that pick,
+// [Pick.Done] with an [Outcome] (its class, path, code and latency). That is
+// the seam between the pick and the send loop: the mode's rules
+// ([UpdateFor], outcome.go) and the policies turn the outcome into a fault
+// update, so a caller never decides isolation times. [Strategy.Update] is the
+// raw update underneath, kept for the trace language. Package producer's
+// Strategy interface is what a send loop needs of a strategy, and its Drive
+// runs pick, attempt, Done and retry.
+//
 // [Strategy.Start] runs the detector, which probes isolated brokers through a
 // [Resolver] and a [ServiceDetector] (WithResolver, WithServiceDetector);
-// [Strategy.Close] stops it.
+// [Strategy.Close] stops it. [NewDetector] builds one over a table of your
+// own, to run its rounds yourself.
 //
 // The state lives in a [FaultTable]: per broker its last latency, until when
 // it is isolated and whether it is reachable. A strategy has its own table,
@@ -24,6 +33,7 @@
 // detector runs goroutines, and Close waits for them.
 //
 // Reading the code: pick.go (the pick's types and the shared cursor),
+// outcome.go (outcomes, Pick.Done and the mode's update rules),
 // cascade5.go and cascade4.go (each mode's cascade), routeview.go (how a pick
 // skips what a pass would refuse), table.go and leastbad.go (the fault
 // table), policy.go with isolationcap.go and backoff.go (the policies past
