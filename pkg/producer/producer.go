@@ -190,7 +190,7 @@ func (p *Producer) refreshLoop(t latency.Ticker) {
 			return
 		case <-t.C():
 			if err := p.routes.refresh(p.ctx); err != nil && p.ctx.Err() == nil {
-				p.log.Warn("producer: route refresh failed; keeping the cached route", "error", err)
+				p.log.Warn("producer: route refresh failed (a failed lookup keeps the cached route)", "error", err)
 			}
 		}
 	}
