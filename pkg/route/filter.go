@@ -30,7 +30,11 @@ func AvoidBroker(broker string) QueueFilter {
 // strategy whenever its route cache installs or drops a route.
 //
 // Update and Remove may block for a while (a plugin's batch call); they are
-// never called on the pick path.
+// never called on the pick path. A producer recovers an Update or Remove
+// that panics (a producer.PanicError, logged and returned by the refresh or
+// the first send that installed the route): the route is installed all the
+// same, the strategy's other filters are still told, and the filter keeps
+// answering Filter from what it decided last until the route changes again.
 type RouteFilter interface {
 	QueueFilter
 	// Update decides for info, the current route of info.Topic().
