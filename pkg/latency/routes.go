@@ -23,12 +23,13 @@ func (s *Strategy) RouteChanged(info *route.PublishInfo) {
 		s.bind(info)
 	}
 	s.noteRoute(info)
-	updateFilters(s.filters, info)
+	tellFilters(s.filters, func(rf route.RouteFilter) { rf.Update(info) })
 }
 
-// updateFilters tells every route filter in fs of info. When one panics, the
-// ones after it are told while the panic unwinds, and it goes on unchanged.
-func updateFilters(fs []route.QueueFilter, info *route.PublishInfo) {
+// tellFilters calls tell with every route filter in fs. When one call
+// panics, the filters after it are told while the panic unwinds, and the
+// panic goes on unchanged (with its stack) to the caller.
+func tellFilters(fs []route.QueueFilter, tell func(route.RouteFilter)) {
 	for i, f := range fs {
 		rf, ok := f.(route.RouteFilter)
 		if !ok {
@@ -38,10 +39,10 @@ func updateFilters(fs []route.QueueFilter, info *route.PublishInfo) {
 		func() {
 			defer func() {
 				if !done {
-					updateFilters(fs[i+1:], info)
+					tellFilters(fs[i+1:], tell)
 				}
 			}()
-			rf.Update(info)
+			tell(rf)
 			done = true
 		}()
 	}
@@ -50,13 +51,10 @@ func updateFilters(fs []route.QueueFilter, info *route.PublishInfo) {
 // RouteRemoved tells the strategy, and every user filter that decides per
 // route, that topic no longer has a route: the strategy forgets what it kept
 // for it and drops the fault items of brokers that no route announced to it
-// names any more.
+// names any more. A filter whose Remove panics does not keep the others from
+// being told; the panic then goes on to the caller, as in RouteChanged.
 func (s *Strategy) RouteRemoved(topic string) {
 	s.unbind(topic)
-	for _, f := range s.filters {
-		if rf, ok := f.(route.RouteFilter); ok {
-			rf.Remove(topic)
-		}
-	}
 	s.forgetRoute(topic)
+	tellFilters(s.filters, func(rf route.RouteFilter) { rf.Remove(topic) })
 }

@@ -10,12 +10,18 @@ import (
 // toldFilter is a route filter that records the infos it was told of and
 // panics in Update when boom is set.
 type toldFilter struct {
-	boom bool
-	told []*route.PublishInfo
+	boom    bool
+	told    []*route.PublishInfo
+	removed []string
 }
 
 func (f *toldFilter) Filter(route.MessageQueue) bool { return true }
-func (f *toldFilter) Remove(string)                  {}
+func (f *toldFilter) Remove(topic string) {
+	f.removed = append(f.removed, topic)
+	if f.boom {
+		panic("filter boom")
+	}
+}
 func (f *toldFilter) Update(info *route.PublishInfo) {
 	f.told = append(f.told, info)
 	if f.boom {
@@ -23,9 +29,10 @@ func (f *toldFilter) Update(info *route.PublishInfo) {
 	}
 }
 
-// TestRouteChangedFilterPanics: when a route filter's Update panics, the
-// filters after it are still told of the route, the strategy still picks over
-// it, and the panic reaches the caller unchanged (the producer recovers it).
+// TestRouteChangedFilterPanics: when a route filter's Update (Remove) panics,
+// the filters after it are still told of the route (its removal), the
+// strategy still picks over it (still forgets the brokers only it named), and
+// the panic reaches the caller unchanged (the producer recovers it).
 func TestRouteChangedFilterPanics(t *testing.T) {
 	first, bad, last := &toldFilter{}, &toldFilter{boom: true}, &toldFilter{}
 	cfg := latency.Reference5()
@@ -55,5 +62,26 @@ func TestRouteChangedFilterPanics(t *testing.T) {
 	}
 	if p, ok := s.Select(info, latency.PickInfo{}); !ok || p.Queue.BrokerName != "b" {
 		t.Errorf("Select() after the panic = %+v, %v; want b", p, ok)
+	}
+
+	s.Update("b", 0, true, false)
+	if _, ok := s.Table().Item("b"); !ok {
+		t.Fatal("no fault item for b after a failure")
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "filter boom" {
+				t.Errorf("RouteRemoved panicked with %v, want the filter's panic", r)
+			}
+		}()
+		s.RouteRemoved("T")
+	}()
+	for name, f := range map[string]*toldFilter{"first": first, "panicking": bad, "last": last} {
+		if len(f.removed) != 1 || f.removed[0] != "T" {
+			t.Errorf("the %s filter was told of removals %v, want [T]", name, f.removed)
+		}
+	}
+	if _, ok := s.Table().Item("b"); ok {
+		t.Error("b's fault item outlived the only route naming it")
 	}
 }

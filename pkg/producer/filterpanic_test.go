@@ -16,7 +16,7 @@ import (
 
 // bannerFilter is a route filter that keeps broker "A" out of every route it
 // was told of, and panics in Update (after counting the call) while its
-// switch is on.
+// switch is on; Remove panics too.
 type bannerFilter struct {
 	boom    atomic.Bool
 	updates chan *route.PublishInfo // every Update call's info, panicking or not
@@ -41,6 +41,9 @@ func (f *bannerFilter) Update(info *route.PublishInfo) {
 }
 
 func (f *bannerFilter) Remove(topic string) {
+	if f.boom.Load() {
+		panic("filter boom")
+	}
 	f.mu.Lock()
 	delete(f.told, topic)
 	f.mu.Unlock()
@@ -143,6 +146,18 @@ func TestRouteFilterUpdatePanicsOnRefresh(t *testing.T) {
 	recv(t, f.updates, "U's first Update")
 	if _, err := p.SendSync(ctx, &producer.Message{Topic: "U", Body: []byte("x")}); err != nil {
 		t.Errorf("the send after U's panicking first lookup: %v", err)
+	}
+
+	// A refresh that drops U, whose removal panics: U is gone all the same,
+	// T unharmed.
+	routes.Set("U", nil)
+	err = p.RefreshRoutes(ctx)
+	checkPanicErr(t, err, "Strategy.RouteRemoved", "filter boom")
+	if _, err := p.PublishInfo(ctx, "U"); !errors.Is(err, producer.ErrNoRoute) {
+		t.Errorf("PublishInfo(U) after its removal = %v, want ErrNoRoute", err)
+	}
+	if _, err := p.SendSync(ctx, msg()); err != nil {
+		t.Errorf("a send to T after U's panicking removal: %v", err)
 	}
 }
 
