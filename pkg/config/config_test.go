@@ -131,6 +131,8 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Strategy.ProbeFailures }, false, []string{"sometimes"}},
 	{"cap_holds_busy", "false", nil,
 		func(c Config) any { return c.Strategy.CapHoldsBusy }, false, []string{"sometimes"}},
+	{"load_aware", "true", nil,
+		func(c Config) any { return c.Strategy.LoadAware }, true, []string{"often"}},
 	{"busy_decay", "500ms", nil,
 		func(c Config) any { return c.Strategy.BusyDecay }, 500 * time.Millisecond, []string{"-1s", "1"}},
 	{"busy_isolate_after", "8", nil,

@@ -57,6 +57,8 @@ var knobs = []knob{
 		func(c *Config) *bool { return &c.Strategy.ProbeFailures }),
 	boolKnob("cap_holds_busy", "the isolation cap follows capacity: a broker isolated by a busy answer is neither counted nor kept in service by the cap",
 		func(c *Config) *bool { return &c.Strategy.CapHoldsBusy }),
+	boolKnob("load_aware", "load-aware picks: a first attempt takes the lower-scored of two available brokers (PeakEWMA latency x (in flight + 1) + busy penalty)",
+		func(c *Config) *bool { return &c.Strategy.LoadAware }),
 	durationKnob("busy_decay", "busy is load: a busy answer adds a load penalty fading with this time constant, not a failure isolation; 0 is off (v5)",
 		func(c *Config) *time.Duration { return &c.Strategy.BusyDecay }),
 	intKnob("busy_isolate_after", "busy is load: the load penalty at which a busy broker is isolated for busy_decay; 0 never",

@@ -64,6 +64,9 @@ func withPolicies(c *Config) {
 	c.Detector = false
 }
 
+// withLoadAware turns on load-aware picks alone.
+func withLoadAware(c *Config) { c.LoadAware = true }
+
 var selectCases = []selectCase{
 	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0, nil},
 	{"v5/16x4/isolated=4", ModeV5, 16, 4, 4, nil},
@@ -72,6 +75,9 @@ var selectCases = []selectCase{
 	// The policies on: at 4 of 16 isolated the cap (8) does not bind, at 12
 	// it keeps 4 of them in service.
 	{"v5/16x4/isolated=4/policies", ModeV5, 16, 4, 4, []func(*Config){withPolicies}},
+	// Load-aware picks (loadaware.go) alone; the loop releases each pick,
+	// as an attempt's end would, so in-flight counts stay bounded.
+	{"v5/16x4/isolated=4/load-aware", ModeV5, 16, 4, 4, []func(*Config){withLoadAware}},
 	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
 	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
 	// Every broker isolated (a cluster-wide outage): each pass of the
@@ -101,6 +107,7 @@ func BenchmarkSelect(b *testing.B) {
 			for b.Loop() {
 				p, _ := s.Select(info, PickInfo{})
 				sinkQueue = *p.Queue
+				p.Release()
 			}
 		})
 	}

@@ -28,6 +28,9 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	}
 	p := c.next()
 	if e := &b.entries[p]; !e.s.isolated.Load() || v.releases(e.broker) {
+		if s.policies.loadAware {
+			return c5.twoChoices(info, b, v, p)
+		}
 		return s.picked(info, p, StageAvailable)
 	}
 	return c5.cascade(info, b, v, -1, c)

@@ -121,6 +121,12 @@ type Config struct {
 	// sending more to a broker that pushes back. It takes effect with the
 	// cap on (MaxIsolatedFraction).
 	CapHoldsBusy bool
+	// LoadAware turns on load-aware picks (loadaware.go): a v5 first attempt
+	// whose round-robin probe lands on an available broker compares it with
+	// one more available queue (power of two choices) and takes the broker
+	// with the lower score, PeakEWMA of answered latency x (attempts in
+	// flight + 1) + the busy penalty. Off in every reference preset.
+	LoadAware bool
 	// ProbeEndsBackoff brings a recovered broker back (recovery.go): when the
 	// detector's probe answers for a broker whose failure isolation the
 	// backoff lengthened (IsolationBackoff), that isolation ends where the

@@ -107,6 +107,10 @@ type Outcome struct {
 	// Err is the attempt's error, if any. The update rules do not read it;
 	// a Reporter other than the Strategy may.
 	Err error
+	// Pending: the attempt goes on after this report (an async request's
+	// hand-over); its end is reported later through the same pick. A
+	// pending report does not end the attempt for load-aware picks.
+	Pending bool
 }
 
 // FaultUpdate is one fault-table update: the arguments of Strategy.Update.
@@ -147,6 +151,9 @@ func (p Pick) Done(o Outcome) FaultUpdate {
 func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
+	}
+	if p.load != nil && !o.Pending {
+		p.load.end(s.table.now(), o)
 	}
 	for _, h := range s.policies.outcomes {
 		if u, ok := h.report(s, p.Queue.BrokerName, o); ok {

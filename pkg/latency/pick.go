@@ -26,6 +26,21 @@ type Pick struct {
 	Stage Stage
 	// Reporter takes the attempt's outcome (Done): the Strategy that picked.
 	Reporter Reporter
+	// load is the picked broker's load state when load-aware picks counted
+	// this pick in flight (loadaware.go): the attempt's end (Done with an
+	// outcome that is not Pending) or Release uncounts it.
+	load *brokerLoad
+}
+
+// Release says that no attempt was made on the pick (the send ended before
+// its attempt started): it changes no fault state, and only uncounts the
+// pick from its broker's attempts in flight under load-aware picks. Call
+// either Release or one Done that is not Pending per pick, never both. Safe
+// for concurrent use; allocates nothing; on a zero Pick it does nothing.
+func (p Pick) Release() {
+	if p.load != nil {
+		p.load.inflight.Add(-1)
+	}
 }
 
 // Stage names a stage of the selection cascade.
@@ -118,7 +133,11 @@ func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool)
 	if s.stages != nil {
 		s.stages.add(st)
 	}
-	return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
+	pk := Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}
+	if s.policies.loadAware {
+		pk.load = s.countLoad(info, p)
+	}
+	return pk, true
 }
 
 // admit applies the user filters to queue p.

@@ -37,13 +37,14 @@ type policyKind struct {
 
 // policyKinds lists every policy past the reference, in the order their
 // settings are checked.
-var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, capHoldPolicy, busyLoadPolicy}
+var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, capHoldPolicy, busyLoadPolicy, loadAwarePolicy}
 
 // policies holds the hooks a strategy runs; nil hooks are off.
 type policies struct {
 	isolation isolationHook // at most one policy shapes isolations
 	release   releaseHook   // at most one policy releases brokers
 	outcomes  []outcomeHook // in order, on every reported outcome
+	loadAware bool          // load-aware picks (loadaware.go)
 }
 
 func newPolicies(cfg Config) policies {

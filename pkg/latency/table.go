@@ -130,6 +130,8 @@ type slot struct {
 	strikes atomic.Int64
 	// busy is the busy-is-load policy's load penalty (busyload.go).
 	busy penalty
+	// load is the load-aware picks' per-broker state (loadaware.go).
+	load brokerLoad
 	// pushedBack: the broker's current isolation follows a busy answer, and
 	// no failure of another class came since (capacity.go; kept only with
 	// Config.CapHoldsBusy).

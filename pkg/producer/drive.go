@@ -41,6 +41,9 @@ type Drive struct {
 	info  *route.PublishInfo
 	pick  latency.Pick
 	pi    latency.PickInfo
+	// open: pick is counted in flight by its strategy (load-aware picks)
+	// and neither ended nor released yet.
+	open bool
 }
 
 // Step is what Drive.Finish did with an attempt's outcome.
@@ -66,6 +69,7 @@ func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind K
 	if info != nil {
 		topic = info.Topic()
 	}
+	d.release() // a send abandoned mid-attempt
 	d.strat, d.info, d.pick, d.pi = strat, info, latency.Pick{}, latency.PickInfo{}
 	d.loop.init(p, kind, topic, start)
 }
@@ -94,10 +98,20 @@ func (d *Drive) Start(now time.Time) (Plan, bool) {
 		d.loop.Abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
 		return Plan{}, false
 	}
-	d.pick = pick
+	d.pick, d.open = pick, true
 	var plan Plan
-	ok = d.loop.begin(pick.Queue, now, &plan)
+	if ok = d.loop.begin(pick.Queue, now, &plan); !ok {
+		d.release() // the call timeout ran out before the attempt: none made
+	}
 	return plan, ok
+}
+
+// release uncounts the current pick when no attempt end will report it.
+func (d *Drive) release() {
+	if d.open {
+		d.open = false
+		d.pick.Release()
+	}
 }
 
 // Dispatched reports that an async attempt's request was handed over,
@@ -120,11 +134,21 @@ func (d *Drive) Finish(o Outcome) Step {
 		return Step{}
 	}
 	dec := d.loop.finish(&o)
+	d.open = false // the attempt's end, reported by Done
 	return Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
 }
 
-// Abort ends the send now with err (Loop.Abort).
-func (d *Drive) Abort(err error) { d.loop.Abort(err) }
+// Abort ends the send now with err (Loop.Abort). An attempt started and not
+// finished is abandoned: its pick is released (latency.Pick.Release).
+func (d *Drive) Abort(err error) {
+	d.release()
+	d.loop.Abort(err)
+}
+
+// Abandon is Reset's release without a new send: a driver that drops a
+// send mid-attempt (its owner closed) calls it so the pick's in-flight
+// count is returned.
+func (d *Drive) Abandon() { d.release() }
 
 // Pick returns the current (or last) attempt's pick.
 func (d *Drive) Pick() latency.Pick { return d.pick }

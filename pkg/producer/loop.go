@@ -379,7 +379,7 @@ func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
 	if l.attempts != 1 {
 		return latency.Outcome{}, false
 	}
-	return latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend, Latency: elapsed}, true
+	return latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend, Latency: elapsed, Pending: true}, true
 }
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start) and

@@ -1,0 +1,152 @@
+package latency
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// This file holds load-aware picks (Config.LoadAware): power of two choices
+// among available queues on a per-broker score (Finagle's P2C with
+// PeakEWMA, Linkerd's PenaltyPeakEwma).
+//
+// A v5 first attempt whose round-robin probe lands on an available broker
+// (the cascade's first stage) compares that queue with a second candidate:
+// the queue half the route further on, when it is on another broker that is
+// available too (so the pair is deterministic under the route's index). It
+// takes the broker with the lower score
+//
+//	score = PeakEWMA(answered latency) x (attempts in flight + 1) + busy penalty x busyCost
+//
+// (a broker never answered scores as defaultRTT). Every other pick (a retry,
+// the later stages, fault tolerance off) is the cascade's own. Ordered sends
+// never come here: they bypass the strategy.
+//
+// The pick path reads three atomics per candidate and increments the picked
+// broker's in-flight count: no lock, no allocation, no clock read. The
+// attempt's end (Pick.Done with an outcome that is not Pending) decrements
+// it and, for an answered or busy outcome, folds its latency into the
+// PeakEWMA, decayed by the time since the broker's last update (Done reads
+// the table's clock). A pick whose attempt never starts is uncounted by
+// Pick.Release; producer.Drive calls one or the other for every pick.
+
+// Load-aware constants: the PeakEWMA's decay time, the score of a broker
+// never answered, and what one unit of busy penalty (busyload.go) costs,
+// RocketMQ's waitTimeMillsInSendQueue (a busy answer means a full queue).
+const (
+	loadDecay  = time.Second
+	defaultRTT = time.Millisecond
+	busyCost   = 200 * time.Millisecond
+)
+
+// loadAwarePolicy registers load-aware picks (policy.go). The knob is a
+// bool: nothing to check.
+var loadAwarePolicy = policyKind{
+	validate: func(Config, *configerr.List) {},
+	install: func(c Config, p *policies) {
+		if c.LoadAware {
+			p.loadAware = true
+		}
+	},
+}
+
+// brokerLoad is one broker's load state. Safe for concurrent use: picks
+// read it and count in flight, attempts' ends update it.
+type brokerLoad struct {
+	inflight atomic.Int64 // attempts picked and not yet ended or released
+	peak     atomic.Int64 // PeakEWMA of answered latency, nanoseconds; 0 never answered
+	stamp    atomic.Int64 // table time of peak's last update, Unix nanoseconds
+}
+
+// score is the broker's load score; busy is its slot's penalty as last
+// stored (no clock read: the fade since is ignored).
+func (l *brokerLoad) score(busy *penalty) float64 {
+	rtt := float64(l.peak.Load())
+	if rtt <= 0 {
+		rtt = float64(defaultRTT)
+	}
+	return rtt*float64(l.inflight.Load()+1) + math.Float64frombits(busy.last.Load())*float64(busyCost)
+}
+
+// end ends an attempt counted in flight at now, with outcome o.
+func (l *brokerLoad) end(now int64, o Outcome) {
+	l.inflight.Add(-1)
+	if o.Class != ClassAnswered && o.Class != ClassBusy {
+		return
+	}
+	l.observe(now, max(o.Latency, 0))
+}
+
+// observe folds latency lat, seen at now, into the PeakEWMA: a higher
+// latency is taken at once (the peak), a lower one decays towards it with
+// time constant loadDecay. Concurrent updates may lose one of them.
+func (l *brokerLoad) observe(now int64, lat time.Duration) {
+	prev := l.stamp.Swap(now)
+	old := l.peak.Load()
+	if int64(lat) >= old || old == 0 {
+		l.peak.Store(int64(lat))
+		return
+	}
+	w := 0.0
+	if el := now - prev; el > 0 {
+		w = math.Exp(-float64(el) / float64(loadDecay))
+	} else {
+		w = 1
+	}
+	l.peak.Store(int64(float64(old)*w + float64(lat)*(1-w)))
+}
+
+// twoChoices is the v5 fast path's first stage under load-aware picks: p is
+// the round-robin probe, on an available broker.
+func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p int) (Pick, bool) {
+	s := c5.s
+	e := &b.entries[p]
+	if n := len(b.entries); n > 1 {
+		q := p + n/2
+		if q >= n {
+			q -= n
+		}
+		if e2 := &b.entries[q]; e2.broker != e.broker && (!e2.s.isolated.Load() || v.releases(e2.broker)) &&
+			e2.s.load.score(&e2.s.busy) < e.s.load.score(&e.s.busy) {
+			p, e = q, e2
+		}
+	}
+	return s.picked(info, p, StageAvailable)
+}
+
+// countLoad counts a pick of queue p of info in flight under load-aware
+// picks, whatever its stage, so every attempt's end finds its count. It
+// returns the broker's load state (nil for a broker the table has no slot
+// for: fault tolerance off before any update).
+func (s *Strategy) countLoad(info *route.PublishInfo, p int) *brokerLoad {
+	var sl *slot
+	if b := s.binds.last.Load(); b != nil && b.info == info && b.gen == s.table.gen.Load() && p < len(b.entries) {
+		sl = b.entries[p].s
+	} else if sl = s.table.lookup(info.QueueRef(p).BrokerName); sl == nil {
+		return nil
+	}
+	sl.load.inflight.Add(1)
+	return &sl.load
+}
+
+// InFlight returns the attempts picked on broker and not yet ended (Done
+// with an outcome that is not Pending) or released, under load-aware picks;
+// 0 otherwise. Safe for concurrent use.
+func (s *Strategy) InFlight(broker string) int64 {
+	if sl := s.table.lookup(broker); sl != nil {
+		return sl.load.inflight.Load()
+	}
+	return 0
+}
+
+// LoadLatency returns broker's PeakEWMA of answered latency under
+// load-aware picks (0 when never answered). Safe for concurrent use.
+func (s *Strategy) LoadLatency(broker string) time.Duration {
+	if sl := s.table.lookup(broker); sl != nil {
+		return time.Duration(sl.load.peak.Load())
+	}
+	return 0
+}
