@@ -74,7 +74,13 @@ func (l *brokerLoad) score(busy *penalty) float64 {
 // end ends an attempt counted in flight at now, with outcome o.
 func (l *brokerLoad) end(now int64, o Outcome) {
 	l.inflight.Add(-1)
-	if o.Class != ClassAnswered && o.Class != ClassBusy {
+	switch o.Class {
+	case ClassClient, ClassCancelled, ClassTransportNotSent, ClassThrottled:
+		return // no request met the broker: its latency says nothing
+	case ClassBusy:
+		// A fast refusal must not look fast (Linkerd's PenaltyPeakEwma): a
+		// busy answer counts as a wait of at least busyCost.
+		l.observe(now, max(o.Latency, busyCost))
 		return
 	}
 	l.observe(now, max(o.Latency, 0))

@@ -1,0 +1,148 @@
+package producer_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// TestDriveReleasesEveryPick drives sends of every kind and every way a
+// send can end through a load-aware strategy and checks that every pick is
+// uncounted exactly once: the in-flight count of every broker is back to 0
+// (a pick dropped without Done or Release would leave it above, a double
+// release below).
+func TestDriveReleasesEveryPick(t *testing.T) {
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	cfg.LoadAware = true
+	t0 := time.Unix(1_700_000_000, 0)
+	clock := latency.NewManualClock(t0)
+	strat, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strat.Close()
+	brokers := []string{"a", "b", "c"}
+	var qs []route.MessageQueue
+	for _, b := range brokers {
+		for i := range 2 {
+			qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: b, QueueID: i})
+		}
+	}
+	info, err := route.NewPublishInfoFromQueues("T", qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := producer.NewPolicy(producer.Reference5(), latency.ModeV5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := producer.Outcome{Class: producer.ClassAnswered, Elapsed: 5 * time.Millisecond}
+	failed := producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: errors.New("timeout"), Elapsed: 10 * time.Millisecond}
+	inFlight := func() (n int64) {
+		for _, b := range brokers {
+			n += strat.InFlight(b)
+		}
+		return n
+	}
+	tests := []struct {
+		name string
+		kind producer.Kind
+		run  func(d *producer.Drive)
+	}{
+		{"sync answered", producer.KindSync, func(d *producer.Drive) {
+			for d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Finish(answered)
+				}
+			}
+		}},
+		{"sync failing every attempt", producer.KindSync, func(d *producer.Drive) {
+			for d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Finish(failed)
+				}
+			}
+		}},
+		{"async handed over then answered", producer.KindAsync, func(d *producer.Drive) {
+			for d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Dispatched(0)
+					d.Finish(answered)
+				}
+			}
+		}},
+		{"async failing every attempt", producer.KindAsync, func(d *producer.Drive) {
+			for d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Dispatched(0)
+					d.Finish(failed)
+				}
+			}
+		}},
+		{"oneway", producer.KindOneway, func(d *producer.Drive) {
+			for d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Finish(answered)
+				}
+			}
+		}},
+		{"call timeout before the attempt starts", producer.KindSync, func(d *producer.Drive) {
+			if d.Next(t0) {
+				if _, ok := d.Start(t0.Add(time.Hour)); ok {
+					t.Error("Start after the send's timeout started an attempt")
+				}
+			}
+		}},
+		{"retry's call timeout before the attempt starts", producer.KindSync, func(d *producer.Drive) {
+			if d.Next(t0) {
+				if _, ok := d.Start(t0); ok {
+					d.Finish(failed)
+				}
+			}
+			if d.Next(t0.Add(time.Hour)) {
+				d.Start(t0.Add(time.Hour))
+			}
+		}},
+		{"cancelled mid-attempt (Abort)", producer.KindSync, func(d *producer.Drive) {
+			if d.Next(t0) {
+				d.Start(t0)
+			}
+			if n := inFlight(); n != 1 {
+				t.Errorf("attempts in flight during the attempt = %d, want 1", n)
+			}
+			d.Abort(errors.New("ctx cancelled"))
+			d.Finish(answered) // after the end: does nothing
+		}},
+		{"producer closed mid-attempt (Abandon)", producer.KindAsync, func(d *producer.Drive) {
+			if d.Next(t0) {
+				d.Start(t0)
+				d.Dispatched(0)
+			}
+			d.Abandon()
+			d.Abandon()
+		}},
+		{"abandoned by Reset", producer.KindSync, func(d *producer.Drive) {
+			if d.Next(t0) {
+				d.Start(t0)
+			}
+			d.Reset(strat, info, pol, producer.KindSync, t0)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := producer.NewDrive(strat, info, pol, tt.kind, t0)
+			tt.run(&d)
+			if !d.Loop().Done() && tt.name != "abandoned by Reset" && tt.name != "producer closed mid-attempt (Abandon)" {
+				t.Errorf("send not over")
+			}
+			if n := inFlight(); n != 0 {
+				t.Errorf("attempts in flight after the send = %d, want 0", n)
+			}
+		})
+	}
+}
