@@ -1,0 +1,250 @@
+package latency_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// loadRoute is a route of one queue per broker.
+func loadRoute(t *testing.T, brokers ...string) *route.PublishInfo {
+	t.Helper()
+	var qs []route.MessageQueue
+	for _, b := range brokers {
+		qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: b})
+	}
+	info, err := route.NewPublishInfoFromQueues("T", qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func loadAware(c *latency.Config) { c.LoadAware = true }
+
+func answeredIn(d time.Duration) latency.Outcome {
+	return latency.Outcome{Class: latency.ClassAnswered, Latency: d}
+}
+
+// pickOn picks until the pick is on broker (releasing the others) and
+// returns it.
+func pickOn(t *testing.T, s *latency.Strategy, info *route.PublishInfo, broker string) latency.Pick {
+	t.Helper()
+	for range 16 {
+		p, _ := s.Select(info, latency.PickInfo{})
+		if p.Queue.BrokerName == broker {
+			return p
+		}
+		p.Release()
+	}
+	t.Fatalf("no pick on %s in 16", broker)
+	return latency.Pick{}
+}
+
+// TestLoadAwareScore checks the pick's ordering on the score PeakEWMA x
+// (in flight + 1): of two available brokers the lower score wins, whatever
+// the round robin says, and equal scores keep the round robin's.
+func TestLoadAwareScore(t *testing.T) {
+	tests := []struct {
+		name    string
+		latA    time.Duration // PeakEWMA of a, b (0: never answered)
+		latB    time.Duration
+		picks   int      // picks made without their attempts ending
+		wantSeq []string // brokers picked in order
+	}{
+		{name: "never answered: in flight alone decides, alternating", picks: 4,
+			wantSeq: []string{"", "", "", ""}}, // checked by alternation below
+		{name: "the faster broker takes picks until its in-flight score reaches the slower", latA: 100 * time.Millisecond, latB: 25 * time.Millisecond, picks: 4,
+			wantSeq: []string{"b", "b", "b", ""}},
+		{name: "a slow broker is avoided by every pick while the fast one has room", latA: 10 * time.Millisecond, latB: 500 * time.Millisecond, picks: 5,
+			wantSeq: []string{"a", "a", "a", "a", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := policyStrategy(t, loadAware)
+			info := loadRoute(t, "a", "b")
+			for b, lat := range map[string]time.Duration{"a": tt.latA, "b": tt.latB} {
+				if lat > 0 {
+					pickOn(t, s, info, b).Done(answeredIn(lat))
+				}
+			}
+			if got := s.InFlight("a") + s.InFlight("b"); got != 0 {
+				t.Fatalf("in flight before = %d, want 0", got)
+			}
+			var got []string
+			var picks []latency.Pick
+			for range tt.picks {
+				p, ok := s.Select(info, latency.PickInfo{})
+				if !ok || p.Stage != latency.StageAvailable {
+					t.Fatalf("Select = %+v, %v", p, ok)
+				}
+				got = append(got, p.Queue.BrokerName)
+				picks = append(picks, p)
+			}
+			for i, w := range tt.wantSeq {
+				if w != "" && got[i] != w {
+					t.Errorf("picks = %v, want %v (\"\" any)", got, tt.wantSeq)
+					break
+				}
+			}
+			if tt.latA == 0 && tt.latB == 0 {
+				for i := 1; i < len(got); i++ {
+					if got[i] == got[i-1] && s.InFlight(got[i]) > s.InFlight(other(got[i]))+1 {
+						t.Errorf("picks = %v: never answered brokers should share by in flight", got)
+					}
+				}
+				if d := s.InFlight("a") - s.InFlight("b"); d < -1 || d > 1 {
+					t.Errorf("in flight a=%d b=%d, want balanced", s.InFlight("a"), s.InFlight("b"))
+				}
+			}
+			if n := s.InFlight("a") + s.InFlight("b"); n != int64(tt.picks) {
+				t.Errorf("in flight = %d, want %d (one per pick)", n, tt.picks)
+			}
+			for _, p := range picks {
+				p.Done(answeredIn(time.Millisecond))
+			}
+			if n := s.InFlight("a") + s.InFlight("b"); n != 0 {
+				t.Errorf("in flight after every Done = %d, want 0", n)
+			}
+		})
+	}
+}
+
+func other(b string) string {
+	if b == "a" {
+		return "b"
+	}
+	return "a"
+}
+
+// TestLoadAwareInFlight checks the in-flight accounting: a pick counts one,
+// a pending report (an async hand-over) keeps it, the attempt's end or a
+// Release uncounts it, an isolated broker is never the second choice, and
+// the reference presets count nothing.
+func TestLoadAwareInFlight(t *testing.T) {
+	s, clock := policyStrategy(t, loadAware)
+	info := loadRoute(t, "a", "b")
+	p := pickOn(t, s, info, "a")
+	if got := s.InFlight("a"); got != 1 {
+		t.Fatalf("in flight after a pick = %d, want 1", got)
+	}
+	p.Done(latency.Outcome{Class: latency.ClassAnswered, Pending: true})
+	if got := s.InFlight("a"); got != 1 {
+		t.Errorf("in flight after a pending report = %d, want 1", got)
+	}
+	p.Done(latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathAsyncAnswer, Latency: 3 * time.Millisecond})
+	if got := s.InFlight("a"); got != 0 {
+		t.Errorf("in flight after the attempt's end = %d, want 0", got)
+	}
+	q := pickOn(t, s, info, "b")
+	q.Release()
+	if got, lat := s.InFlight("b"), s.LoadLatency("b"); got != 0 || lat != 0 {
+		t.Errorf("after Release: in flight %d, latency %v; want 0, 0 (Release changes nothing else)", got, lat)
+	}
+	if u := s.Report(q, latency.Outcome{Class: latency.ClassBroker, Code: 1}); !u.Isolation {
+		t.Fatalf("broker error update = %+v, want an isolation", u)
+	}
+	clock.Advance(0)
+	// b isolated: a, however loaded, is picked; b is never the second choice.
+	var held []latency.Pick
+	for range 6 {
+		p, _ := s.Select(info, latency.PickInfo{})
+		if p.Queue.BrokerName != "a" {
+			t.Fatalf("picked %s while b is isolated", p.Queue.BrokerName)
+		}
+		held = append(held, p)
+	}
+	for _, p := range held {
+		p.Release()
+	}
+	if got := s.InFlight("a"); got != 0 {
+		t.Errorf("in flight after releases = %d, want 0", got)
+	}
+	ref, _ := policyStrategy(t, nil)
+	rp, _ := ref.Select(info, latency.PickInfo{})
+	if ref.InFlight(rp.Queue.BrokerName) != 0 {
+		t.Errorf("Reference5 counted a pick in flight")
+	}
+	rp.Release()
+	if ref.InFlight(rp.Queue.BrokerName) != 0 {
+		t.Errorf("Reference5: Release changed the count")
+	}
+}
+
+// TestLoadAwarePeakEWMA checks the PeakEWMA on the manual clock: a higher
+// latency is taken at once, a lower one decays towards it with a 1 s time
+// constant, a busy answer counts as a 200 ms wait, and a request that never
+// left (client, cancelled) changes nothing.
+func TestLoadAwarePeakEWMA(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		steps []struct {
+			after time.Duration
+			o     latency.Outcome
+		}
+		want time.Duration
+	}{
+		{name: "first answer", want: 40 * ms, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(40 * ms)}}},
+		{name: "a peak is taken at once", want: 300 * ms, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(10 * ms)}, {10 * ms, answeredIn(300 * ms)}}},
+		{name: "a lower answer at once changes nothing", want: 100 * ms, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(100 * ms)}, {0, answeredIn(10 * ms)}}},
+		{name: "after one decay time a lower answer weighs 1-1/e", want: time.Duration(100*ms.Seconds()*1e9/math.E + 10*ms.Seconds()*1e9*(1-1/math.E)), steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(100 * ms)}, {time.Second, answeredIn(10 * ms)}}},
+		{name: "a fast busy answer counts as 200ms", want: 200 * ms, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(5 * ms)}, {ms, latency.Outcome{Class: latency.ClassBusy, Code: 2, Latency: ms}}}},
+		{name: "a timeout counts its wait", want: 3 * time.Second, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(5 * ms)}, {ms, latency.Outcome{Class: latency.ClassTransportTimeout, Latency: 3 * time.Second}}}},
+		{name: "client and cancelled outcomes change nothing", want: 5 * ms, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(5 * ms)}, {ms, latency.Outcome{Class: latency.ClassClient, Latency: time.Second}}, {ms, latency.Outcome{Class: latency.ClassCancelled, Latency: time.Second}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, clock := policyStrategy(t, loadAware)
+			info := loadRoute(t, "a")
+			for _, st := range tt.steps {
+				clock.Advance(st.after)
+				p, _ := s.Select(info, latency.PickInfo{LastBroker: ""})
+				p.Done(st.o)
+			}
+			got := s.LoadLatency("a")
+			if d := got - tt.want; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("PeakEWMA = %v, want %v", got, tt.want)
+			}
+			if n := s.InFlight("a"); n != 0 {
+				t.Errorf("in flight = %d, want 0", n)
+			}
+		})
+	}
+}
+
+// TestLoadAwareAllocations: a load-aware pick and its Done allocate nothing.
+func TestLoadAwareAllocations(t *testing.T) {
+	s, _ := policyStrategy(t, loadAware)
+	info := loadRoute(t, "a", "b", "c", "d")
+	if allocs := testing.AllocsPerRun(200, func() {
+		p, _ := s.Select(info, latency.PickInfo{})
+		p.Done(answeredIn(time.Millisecond))
+	}); allocs != 0 {
+		t.Errorf("pick + Done allocate %v, want 0", allocs)
+	}
+}
