@@ -35,9 +35,16 @@ func TestLoadAwareScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := mustRun(t, sc, WithStrategies(strategies...))
-			for _, r := range rep.Results {
-				t.Logf("%s: %d sends, %d failed, p99 %v", r.Name, r.Sends, r.Failed, r.Latency.P99)
+			seeds := []uint64{sc.Seed}
+			if os.Getenv("MQFAULT_LOADAWARE_SEEDS") != "" {
+				seeds = []uint64{1, 2, 3, 4}
+			}
+			for _, seed := range seeds {
+				sc.Seed = seed
+				rep := mustRun(t, sc, WithStrategies(strategies...))
+				for _, r := range rep.Results {
+					t.Logf("seed %d %s: %d sends, %d failed, p99 %v", seed, r.Name, r.Sends, r.Failed, r.Latency.P99)
+				}
 			}
 		})
 	}
