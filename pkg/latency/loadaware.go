@@ -71,9 +71,21 @@ func (l *brokerLoad) score(busy *penalty) float64 {
 	return rtt*float64(l.inflight.Load()+1) + math.Float64frombits(busy.last.Load())*float64(busyCost)
 }
 
+// uncount takes one attempt off the in-flight count, never below 0: a pick
+// counted before its broker had a slot (fault tolerance off, no update yet)
+// was counted nowhere, and its end must not push the new slot negative.
+func (l *brokerLoad) uncount() {
+	for {
+		n := l.inflight.Load()
+		if n <= 0 || l.inflight.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+}
+
 // end ends an attempt counted in flight at now, with outcome o.
 func (l *brokerLoad) end(now int64, o Outcome) {
-	l.inflight.Add(-1)
+	l.uncount()
 	switch o.Class {
 	case ClassClient, ClassCancelled, ClassTransportNotSent, ClassThrottled:
 		return // no request met the broker: its latency says nothing
@@ -124,18 +136,28 @@ func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p
 }
 
 // countLoad counts a pick of queue p of info in flight under load-aware
-// picks, whatever its stage, so every attempt's end finds its count. It
-// returns the broker's load state (nil for a broker the table has no slot
-// for: fault tolerance off before any update).
-func (s *Strategy) countLoad(info *route.PublishInfo, p int) *brokerLoad {
+// picks, whatever its stage, so every attempt's end finds its count (Done
+// and Release find the slot again by broker name; a broker the table has
+// no slot for yet, fault tolerance off before any update, is not counted).
+func (s *Strategy) countLoad(info *route.PublishInfo, p int) {
 	var sl *slot
 	if b := s.binds.last.Load(); b != nil && b.info == info && b.gen == s.table.gen.Load() && p < len(b.entries) {
 		sl = b.entries[p].s
 	} else if sl = s.table.lookup(info.QueueRef(p).BrokerName); sl == nil {
-		return nil
+		return
 	}
 	sl.load.inflight.Add(1)
-	return &sl.load
+}
+
+// uncountLoad uncounts a pick on broker that was never attempted
+// (Pick.Release).
+func (s *Strategy) uncountLoad(broker string) {
+	if !s.policies.loadAware {
+		return
+	}
+	if sl := s.table.lookup(broker); sl != nil {
+		sl.load.uncount()
+	}
 }
 
 // InFlight returns the attempts picked on broker and not yet ended (Done

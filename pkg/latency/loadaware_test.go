@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -246,5 +247,15 @@ func TestLoadAwareAllocations(t *testing.T) {
 		p.Done(answeredIn(time.Millisecond))
 	}); allocs != 0 {
 		t.Errorf("pick + Done allocate %v, want 0", allocs)
+	}
+}
+
+// TestPickStaysFourWords guards the pick's size: Select returns a Pick by
+// value on every send, and a fifth word (a pointer to the broker's load
+// state, as load-aware picks first had) made every pick, load-aware or not,
+// about 2.5x slower in BenchmarkSelect.
+func TestPickStaysFourWords(t *testing.T) {
+	if got, want := unsafe.Sizeof(latency.Pick{}), 4*unsafe.Sizeof(uintptr(0)); got > want {
+		t.Errorf("unsafe.Sizeof(Pick{}) = %d, want at most %d (four words)", got, want)
 	}
 }

@@ -152,8 +152,10 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
 	}
-	if p.load != nil && !o.Pending {
-		p.load.end(s.table.now(), o)
+	if s.policies.loadAware && !o.Pending {
+		if sl := s.table.lookup(p.Queue.BrokerName); sl != nil {
+			sl.load.end(s.table.now(), o)
+		}
 	}
 	for _, h := range s.policies.outcomes {
 		if u, ok := h.report(s, p.Queue.BrokerName, o); ok {
