@@ -49,3 +49,7 @@ require (
 )
 
 tool go.uber.org/mock/mockgen
+
+// The root module until it is published (a consumer's build ignores this
+// line and writes its own: README, "Using it from your module").
+replace github.com/mqfault/mqfault v0.0.0-00010101000000-000000000000 => ../..
