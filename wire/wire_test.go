@@ -92,6 +92,17 @@ func TestNewStrategy(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the detector never probed the isolated broker")
 	}
+	// The probe has been called, not yet answered: wait for its answer to
+	// reach the table before the cleanup, which would cancel it (an
+	// unanswered probe is inconclusive and changes nothing).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if item, _ := s.Table().Item("a"); item.Reachable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("broker a stayed unreachable 10 s after a successful probe")
+		}
+	}
 	cleanup()
 	goleak.VerifyNone(t)
 	if err := s.Start(); !errors.Is(err, latency.ErrClosed) {
