@@ -137,6 +137,21 @@ type Config struct {
 	// preset: in the simulator it brings flapping and busy brokers back too
 	// soon (POLICIES.md).
 	ProbeEndsBackoff bool
+	// ReleaseOnPushBack makes the isolation cap follow capacity
+	// (pushback.go): besides what MaxIsolatedFraction releases (then the
+	// last resort), the cap keeps one reachable isolated broker in service
+	// for each broker of the route in service that pushes back (answers
+	// busy, or slower than PushBackLatency), the least bad first. It takes
+	// effect with the cap on.
+	ReleaseOnPushBack bool
+	// PushBackLatency is the answer latency above which a broker pushes
+	// back under ReleaseOnPushBack; 0 means DefaultPushBackLatency (50 ms,
+	// the 5.x table's first tier).
+	PushBackLatency time.Duration
+	// PushBackHold is how long after its last push-back a broker must start
+	// a send that it answers within PushBackLatency to stop pushing back;
+	// 0 means DefaultPushBackHold (1 s).
+	PushBackHold time.Duration
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -190,6 +205,7 @@ func DefaultConfig() Config {
 	c.BackoffDecay = 1000
 	c.ProbeFailures = true
 	c.CapHoldsBusy = true
+	c.LoadAware = true
 	return c
 }
 

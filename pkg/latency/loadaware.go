@@ -40,6 +40,7 @@ const (
 	loadDecay  = time.Second
 	defaultRTT = time.Millisecond
 	busyCost   = 200 * time.Millisecond
+	failCost   = time.Second // a failed attempt counts as a wait of at least this
 )
 
 // loadAwarePolicy registers load-aware picks (policy.go). The knob is a
@@ -94,8 +95,13 @@ func (l *brokerLoad) end(now int64, o Outcome) {
 		// busy answer counts as a wait of at least busyCost.
 		l.observe(now, max(o.Latency, busyCost))
 		return
+	case ClassAnswered:
+		l.observe(now, max(o.Latency, 0))
+		return
 	}
-	l.observe(now, max(o.Latency, 0))
+	// A failure: a refused connection is fast, and must look worse than
+	// any answer (a send to it is lost and retried).
+	l.observe(now, max(o.Latency, failCost))
 }
 
 // observe folds latency lat, seen at now, into the PeakEWMA: a higher

@@ -136,6 +136,10 @@ type slot struct {
 	// no failure of another class came since (capacity.go; kept only with
 	// Config.CapHoldsBusy).
 	pushedBack atomic.Bool
+	// pushing is the table time (Unix nanoseconds) of the broker's last
+	// push-back while it pushes back, 0 otherwise (pushback.go; kept only
+	// with Config.ReleaseOnPushBack).
+	pushing atomic.Int64
 	// baseUntil is when the running failure isolation would end without
 	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
 	// Written under mu.

@@ -104,7 +104,7 @@ func Reference4() Config { return Reference5() }
 func DefaultConfig() Config {
 	c := Reference5()
 	c.MaxTimeoutPerRequest = time.Second
-	c.RetryBudget = 0.5
+	c.RetryBudget = 0.2
 	c.RetryBudgetFloor = 10
 	return c
 }

@@ -524,6 +524,9 @@ func (l *Loop) refused() {
 
 func (l *Loop) finishAnswered() {
 	l.stop, l.phase = StopAnswered, phaseDone
+	if b := l.p.budget; b != nil {
+		b.refund(l.seen, l.attempts-1) // retrybudget.go: retries that found an answer are given back
+	}
 }
 
 func (l *Loop) fail(stop Stop, cause error) {

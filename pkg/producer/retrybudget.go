@@ -95,6 +95,21 @@ func (b *retryBudget) deposit(now time.Time) {
 	b.mu.Unlock()
 }
 
+// refund gives back n retries, made at or before now, of a send that got
+// its answer: a retry that found room elsewhere is what retries are for, and
+// the budget bounds the ones that fail (gRPC's retry throttling counts
+// successes back the same way). So a cluster one broker short, where most
+// retries of a busy answer are stored on another broker, keeps retrying,
+// while a retry storm, whose retries fail, is held to the budget.
+func (b *retryBudget) refund(now time.Time, n int) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.withdrawn[b.advance(now)] -= int64(n)
+	b.mu.Unlock()
+}
+
 // withdraw takes one retry from the budget at now, reporting false (and
 // taking nothing) when the window's retries already reach floor + percent x
 // sends.
@@ -107,7 +122,7 @@ func (b *retryBudget) withdraw(now time.Time) bool {
 		sends += b.deposits[j]
 		retries += b.withdrawn[j]
 	}
-	if float64(retries+1) > b.floor+b.percent*float64(sends) {
+	if float64(max(retries, 0)+1) > b.floor+b.percent*float64(sends) {
 		return false
 	}
 	b.withdrawn[i]++
