@@ -111,10 +111,10 @@ func (a Ablation) applies(base Strategy, seen map[string]bool) error {
 	l, p := base.Latency, base.Producer
 	name := base.Name + "-" + a.Name
 	if a.latency && (l.Mode == latency.ModeV4 || !l.FaultTolerance) {
-		return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("%s has latency fault tolerance in mode v5 off, which the %s extends", base.Name, a.Policy)}
+		return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("%s does not run latency fault tolerance in mode v5, which the policy %q extends", base.Name, a.Policy)}
 	}
 	if !a.set(l, p) {
-		return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("%s has the %s off (%s), so there is nothing to switch off", base.Name, a.Policy, strings.Join(a.Fields, ", "))}
+		return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("%s has the policy %q off (%s), so there is nothing to switch off", base.Name, a.Policy, strings.Join(a.Fields, ", "))}
 	}
 	seen[a.Name] = true
 	for _, r := range a.Requires {
@@ -123,7 +123,7 @@ func (a Ablation) applies(base Strategy, seen map[string]bool) error {
 			continue
 		}
 		if req.applies(base, seen) != nil {
-			return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("the %s takes effect only with the %s on, and %s has it off", a.Policy, req.Policy, base.Name)}
+			return &PolicyOffError{Strategy: name, Reason: fmt.Sprintf("the policy %q takes effect only with %q on, and %s has that off", a.Policy, req.Policy, base.Name)}
 		}
 	}
 	return nil
