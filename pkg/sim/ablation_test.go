@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"image/color"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -451,5 +453,42 @@ func TestStrategyColors(t *testing.T) {
 	}
 	if c := strategyColor(-1); c != (color.RGBA{A: 0xff}) {
 		t.Errorf("strategyColor(-1) = %v, want black", c)
+	}
+}
+
+// TestGoldenAblation compares the table and the JSON of `mqfault sim
+// --ablation` on two golden scenarios with checked-in files (NAME-ablation.txt
+// and .json): the ablation rows, the folded ones' note, the JSON's marks.
+// `go test ./pkg/sim -run TestGolden -update` rewrites them with the other
+// golden files.
+func TestGoldenAblation(t *testing.T) {
+	strats, err := InsertAblations(Strategies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mixed", "open"} {
+		t.Run(name, func(t *testing.T) {
+			rep := mustRun(t, loadTestScenario(t, name), WithStrategies(strats...))
+			var table bytes.Buffer
+			if err := rep.WriteTable(&table); err != nil {
+				t.Fatal(err)
+			}
+			for ext, got := range map[string][]byte{".json": jsonOf(t, rep), ".txt": table.Bytes()} {
+				path := filepath.Join("testdata", "golden", name+"-ablation"+ext)
+				if *update {
+					if err := os.WriteFile(path, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
+				}
+			}
+		})
 	}
 }
