@@ -265,8 +265,8 @@ func TestSimAblation(t *testing.T) {
 	rows := simRows(t, out)
 	var note string
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "Same as mqfault in every number") {
-			note = line
+		if strings.HasPrefix(line, "Same as mqfault in every number") || strings.HasPrefix(line, "Same numbers as mqfault") {
+			note += line
 		}
 	}
 	var want []string
@@ -343,7 +343,7 @@ func TestSimStrategiesAblation(t *testing.T) {
 	}
 	out := stdout.String()
 	if rows := simRows(t, out); !(len(rows) == 2 && rows[1] == "mqfault-retry-budget" ||
-		len(rows) == 1 && strings.Contains(out, "Same as mqfault in every number (the policy changed nothing here): mqfault-retry-budget.")) {
+		len(rows) == 1 && strings.Contains(out, "\nSame ") && strings.Contains(out, "): mqfault-retry-budget.\n")) {
 		t.Errorf("rows %v: want mqfault-retry-budget as a row or folded\n%s", rows, out)
 	}
 	for _, a := range sim.Ablations() {

@@ -213,23 +213,44 @@ func ablationStrategy(name string) (s Strategy, ok bool, err error) {
 	return s, true, err
 }
 
-// SameAsBase reports whether result i is an ablation whose base strategy
-// (Ablated.Of) is in the report and whose run was the same as the base's
-// in every number the report carries: the totals, latencies, per-broker
-// counts, per-second series and isolation timeline (only the names and
-// the wall time may differ). Such a policy changed nothing on this
-// scenario; the table and the page fold its row into a note. base is the
-// base's index.
-func (r *Report) SameAsBase(i int) (base int, same bool) {
+// Sameness says how an ablation's result compares with its base's.
+type Sameness int
+
+const (
+	// Differs: some number of the table or the JSON differs (or the result
+	// is no ablation, or its base is not in the report).
+	Differs Sameness = iota
+	// SameNumbers: every number of the table and of the JSON is the base's
+	// (totals, latency percentiles, per-broker counts), but the run over
+	// time is not (its per-second series or isolation timeline differ).
+	SameNumbers
+	// SameRun: the run was the base's in every number the report carries,
+	// its series and timeline included; only names and wall time differ.
+	SameRun
+)
+
+// SameAsBase compares result i, an ablation, with its base strategy
+// (Ablated.Of) when the report has it: base is the base's index (-1 when
+// none). Where the policy changed nothing the report folds the row: the
+// table and the page's table from SameNumbers on (naming it in a note),
+// the page's charts at SameRun.
+func (r *Report) SameAsBase(i int) (base int, same Sameness) {
 	res := &r.Results[i]
 	if res.Ablated.Of == "" {
-		return -1, false
+		return -1, Differs
 	}
 	base = slices.IndexFunc(r.Results, func(b Result) bool { return b.Name == res.Ablated.Of })
 	if base < 0 {
-		return -1, false
+		return -1, Differs
 	}
-	return base, sameRun(*res, r.Results[base])
+	b := &r.Results[base]
+	switch {
+	case !sameNumbers(res, b):
+		return base, Differs
+	case !reflect.DeepEqual(res.Series, b.Series) || !reflect.DeepEqual(res.Timeline, b.Timeline):
+		return base, SameNumbers
+	}
+	return base, SameRun
 }
 
 // hasBase reports whether result i is an ablation whose base is in the
@@ -239,12 +260,13 @@ func (r *Report) hasBase(i int) bool {
 	return of != "" && slices.ContainsFunc(r.Results, func(b Result) bool { return b.Name == of })
 }
 
-// sameRun reports whether a and b hold the same numbers.
-func sameRun(a, b Result) bool {
-	for _, r := range []*Result{&a, &b} {
-		r.Name, r.Summary, r.Ablated, r.Wall = "", "", Ablated{}, 0
-	}
-	return reflect.DeepEqual(a, b)
+// sameNumbers reports whether a and b have the same numbers in the table and
+// the JSON.
+func sameNumbers(a, b *Result) bool {
+	return a.Sends == b.Sends && a.Succeeded == b.Succeeded && a.Failed == b.Failed && a.Attempts == b.Attempts &&
+		a.FirstAttemptFailures == b.FirstAttemptFailures && a.UnhealthyAttempts == b.UnhealthyAttempts &&
+		a.Retries == b.Retries && a.RetriesRefused == b.RetriesRefused && a.BusyAnswers == b.BusyAnswers &&
+		a.Shed == b.Shed && a.InFlightAtEnd == b.InFlightAtEnd && a.Latency == b.Latency && slices.Equal(a.Brokers, b.Brokers)
 }
 
 // ablationBases returns the names of the strategies the report's ablations

@@ -306,9 +306,10 @@ func TestInsertAblations(t *testing.T) {
 	}
 }
 
-// foldedReport runs the small golden scenario with mqfault, a copy of it
-// marked as its ablation (same numbers, so folded), and v5's settings
-// marked as one (different numbers).
+// foldedReport runs the mixed golden scenario with v5, mqfault, a copy of
+// mqfault marked as its ablation (same run, so folded everywhere) and v5's
+// settings marked as one (different numbers); then it adds a copy of
+// mqfault's result whose timeline differs (same numbers, another run).
 func foldedReport(t *testing.T) *Report {
 	t.Helper()
 	strats, err := SelectStrategies("v5", "mqfault")
@@ -319,38 +320,48 @@ func foldedReport(t *testing.T) *Report {
 	same.Name, same.Ablated = "mqfault-same", Ablated{Of: "mqfault", Policy: "nothing"}
 	other := strats[0]
 	other.Name, other.Ablated = "mqfault-other", Ablated{Of: "mqfault", Policy: "everything"}
-	return mustRun(t, loadTestScenario(t, "mixed"), WithStrategies(strats[0], strats[1], same, other))
+	rep := mustRun(t, loadTestScenario(t, "mixed"), WithStrategies(strats[0], strats[1], same, other))
+	numbers := rep.Results[1]
+	numbers.Name, numbers.Ablated = "mqfault-numbers", Ablated{Of: "mqfault", Policy: "timing"}
+	numbers.Timeline = slices.Clone(numbers.Timeline)
+	numbers.Timeline[0].Isolated = append(slices.Clone(numbers.Timeline[0].Isolated), Span{From: 0, To: time.Second})
+	rep.Results = append(rep.Results, numbers)
+	return rep
 }
 
 // TestAblationFolded: a row equal to its base's in every number is folded
 // (the table names it under the table, the JSON keeps its numbers and says
-// same_as_base, the page gives it one cell and no charts); a different one
-// is a row, in the JSON with same_as_base false, and drawn under Ablations
-// with its base.
+// same_as_base, the page gives it one cell and no charts); one with the
+// base's numbers but another run is folded in the tables, said so, and
+// keeps its charts; a different one is a row, in the JSON with
+// same_as_base false, and drawn under Ablations with its base.
 func TestAblationFolded(t *testing.T) {
 	rep := foldedReport(t)
-	if b, same := rep.SameAsBase(2); !same || b != 1 {
-		t.Fatalf("SameAsBase(copy) = %d, %v; want 1, true", b, same)
-	}
-	if _, same := rep.SameAsBase(3); same {
-		t.Fatal("SameAsBase(different) = true")
-	}
-	if _, same := rep.SameAsBase(1); same {
-		t.Fatal("SameAsBase(mqfault) = true: mqfault is no ablation")
+	for i, want := range []Sameness{Differs, Differs, SameRun, Differs, SameNumbers} {
+		b, got := rep.SameAsBase(i)
+		if got != want || (want != Differs && b != 1) {
+			t.Errorf("SameAsBase(%s) = %d, %v; want 1, %v", rep.Results[i].Name, b, got, want)
+		}
 	}
 	var tab bytes.Buffer
 	if err := rep.WriteTable(&tab); err != nil {
 		t.Fatal(err)
 	}
 	text := tab.String()
-	if strings.Contains(text, "  mqfault-same ") {
-		t.Errorf("the table has a row for the folded ablation:\n%s", text)
+	if strings.Contains(text, "  mqfault-same ") || strings.Contains(text, "  mqfault-numbers ") {
+		t.Errorf("the table has a row for a folded ablation:\n%s", text)
 	}
 	if !strings.Contains(text, "\n  mqfault-other ") {
 		t.Errorf("the table has no row for the different ablation:\n%s", text)
 	}
-	if !strings.Contains(text, "Same as mqfault in every number (the policy changed nothing here): mqfault-same.\n") {
-		t.Errorf("the table does not name the folded ablation:\n%s", text)
+	for _, want := range []string{
+		"\nSame as mqfault in every number (the policy changed nothing here): mqfault-same.\n",
+		"\nSame numbers as mqfault, a different run over time (isolations or per-second series; see --report): mqfault-numbers.\n",
+		"\nAblations: mqfault-POLICY is mqfault with that one policy switched off.\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table does not say %q:\n%s", want, text)
+		}
 	}
 
 	var js bytes.Buffer
@@ -367,8 +378,8 @@ func TestAblationFolded(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Strategies) != 4 {
-		t.Fatalf("the JSON has %d strategies, want 4 (folded ones too)", len(doc.Strategies))
+	if len(doc.Strategies) != 5 {
+		t.Fatalf("the JSON has %d strategies, want 5 (folded ones too)", len(doc.Strategies))
 	}
 	if a := doc.Strategies[0].Ablation; a != nil {
 		t.Errorf("v5's JSON has an ablation %+v", a)
@@ -379,13 +390,19 @@ func TestAblationFolded(t *testing.T) {
 	if a := doc.Strategies[3].Ablation; a == nil || a.SameAsBase {
 		t.Errorf("the different ablation's JSON = %+v, want same_as_base false", a)
 	}
+	if a := doc.Strategies[4].Ablation; a == nil || !a.SameAsBase {
+		t.Errorf("the same-numbers ablation's JSON = %+v, want same_as_base true (the JSON has no series)", a)
+	}
 
 	page := htmlOf(t, rep)
 	sec := sections(page)
-	if !strings.Contains(page, `<td>mqfault-same</td><td class="same" colspan="13">the same as mqfault in every number`) {
+	if !strings.Contains(page, `<td>mqfault-same</td><td class="same" colspan="13">the same as mqfault in every number: the policy changed nothing here</td>`) {
 		t.Error("the page's table does not fold the copy's row into one cell")
 	}
-	if strings.Contains(sec["All strategies"], "mqfault-other") || strings.Contains(sec["All strategies"], "mqfault-same") {
+	if !strings.Contains(page, `<td>mqfault-numbers</td><td class="same" colspan="13">the same numbers as mqfault; a different run over time (its charts below)</td>`) {
+		t.Error("the page's table does not fold the same-numbers row into one cell")
+	}
+	if strings.Contains(sec["All strategies"], "mqfault-") {
 		t.Error("the ablations are drawn under All strategies")
 	}
 	abl, ok := sec["Ablations"]
@@ -400,15 +417,52 @@ func TestAblationFolded(t *testing.T) {
 		t.Fatalf("%d charts under Ablations, want %d", len(charts), len(perSecondCharts)+1)
 	}
 	for _, c := range charts {
-		if !strings.Contains(c, "mqfault-other") || !strings.Contains(c, "</span>mqfault") || strings.Contains(c, "mqfault-same") || strings.Contains(c, "</span>v5") {
-			t.Errorf("an Ablations chart does not show exactly mqfault and mqfault-other: %.300s", c)
+		if !strings.Contains(c, "</span>mqfault-other") || !strings.Contains(c, "</span>mqfault-numbers") || !strings.Contains(c, "</span>mqfault ") && !strings.Contains(c, "</span>mqfault<") ||
+			strings.Contains(c, "mqfault-same") || strings.Contains(c, "</span>v5") {
+			t.Errorf("an Ablations chart does not show exactly mqfault, mqfault-other and mqfault-numbers: %.400s", c)
 		}
 	}
 	if body := sec["mqfault-same"]; strings.Contains(body, "<svg") || !strings.Contains(body, "The same run as mqfault in every number") {
 		t.Errorf("the folded ablation's section has charts or no note: %.300s", body)
 	}
-	if body := sec["mqfault-other"]; strings.Count(body, "<svg") != 3 {
-		t.Errorf("the different ablation's section has %d charts, want 3", strings.Count(body, "<svg"))
+	for _, name := range []string{"mqfault-other", "mqfault-numbers"} {
+		if body := sec[name]; strings.Count(body, "<svg") != 3 {
+			t.Errorf("%s's section has %d charts, want 3", name, strings.Count(body, "<svg"))
+		}
+	}
+}
+
+// TestSameNumbers: every field of Result that the table or the JSON shows
+// takes part in the comparison that folds a row (a field added to Result
+// must be added there, or listed here as not a number of the tables).
+func TestSameNumbers(t *testing.T) {
+	notNumbers := map[string]bool{"Name": true, "Summary": true, "Ablated": true, "Series": true, "Timeline": true, "Wall": true}
+	base := foldedReport(t).Results[1]
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if notNumbers[f.Name] {
+			continue
+		}
+		changed := base
+		changed.Brokers = slices.Clone(base.Brokers)
+		v := reflect.ValueOf(&changed).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Struct: // Percentiles
+			v.Field(v.NumField() - 1).SetInt(v.Field(v.NumField()-1).Int() + 1)
+		case reflect.Slice: // Brokers
+			changed.Brokers[len(changed.Brokers)-1].Failures++
+		default:
+			t.Fatalf("Result.%s is a %v: teach the test (and sameNumbers) about it", f.Name, v.Kind())
+		}
+		if sameNumbers(&base, &changed) {
+			t.Errorf("a change of Result.%s leaves sameNumbers true", f.Name)
+		}
+	}
+	if copy := base; !sameNumbers(&base, &copy) {
+		t.Error("sameNumbers(r, r) = false")
 	}
 }
 
@@ -420,8 +474,8 @@ func TestAblationBaseMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := mustRun(t, loadTestScenario(t, "small"), WithStrategies(strats...))
-	if _, same := rep.SameAsBase(1); same {
-		t.Error("SameAsBase = true without the base in the report")
+	if b, same := rep.SameAsBase(1); same != Differs || b != -1 {
+		t.Errorf("SameAsBase = %d, %v without the base in the report, want -1, Differs", b, same)
 	}
 	sec := sections(htmlOf(t, rep))
 	if _, ok := sec["Ablations"]; ok {

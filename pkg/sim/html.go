@@ -39,7 +39,7 @@ type htmlSwatch struct {
 
 type htmlRow struct {
 	Name, Summary                                  string
-	SameAs                                         string // an ablation's base when every number equals the base's (folded)
+	SameAs                                         string // for an ablation with its base's numbers: the folded row's one cell
 	Sends, Succeeded, Failed, Attempts, FirstFails int64
 	P50, P99, P999, Max, Unhealthy                 string
 	Retries, Refused, Busy, Shed, InFlight         int64
@@ -122,15 +122,21 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		page.Events = append(page.Events, htmlEvent{Broker: e.Broker, Window: fmtSec(e.At) + " – " + fmtSec(e.End()),
 			What: e.describe(), Color: cssColor(colorOf(index[e.Broker]))})
 	}
-	sameAs := make([]string, len(r.Results)) // the base of each folded ablation
+	// An ablation with its base's numbers has its row folded; one with
+	// its base's run too (sameAs) has no charts of its own either.
+	sameAs := make([]string, len(r.Results))
+	rowAs := make([]string, len(r.Results))
 	for i := range r.Results {
-		if b, same := r.SameAsBase(i); same {
-			sameAs[i] = r.Results[b].Name
+		switch b, same := r.SameAsBase(i); same {
+		case SameRun:
+			sameAs[i], rowAs[i] = r.Results[b].Name, "the same as "+r.Results[b].Name+" in every number: the policy changed nothing here"
+		case SameNumbers:
+			rowAs[i] = "the same numbers as " + r.Results[b].Name + "; a different run over time (its charts below)"
 		}
 	}
 	for i, res := range r.Results {
 		page.Rows = append(page.Rows, htmlRow{
-			Name: res.Name, Summary: res.Summary, SameAs: sameAs[i], Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
+			Name: res.Name, Summary: res.Summary, SameAs: rowAs[i], Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
 			P50: fmtMS(res.Latency.P50), P99: fmtMS(res.Latency.P99), P999: fmtMS(res.Latency.P999), Max: fmtMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
@@ -565,7 +571,7 @@ svg { display: block; width: 100%; max-width: 56em; height: auto; }
 {{end}}</table></div>{{end}}
 <div class="scroll"><table>
 <tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}</tr>
-{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{if $.Open}}15{{else}}13{{end}}">the same as {{.SameAs}} in every number: the policy changed nothing here</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{if $.Open}}15{{else}}13{{end}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{end}}</tr>
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
 slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused.

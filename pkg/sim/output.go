@@ -36,8 +36,9 @@ type jsonStrategy struct {
 }
 
 // jsonAblation marks an ablation's row: the strategy it changes, the policy
-// switched off, and whether every number of the run equals that strategy's
-// (Report.SameAsBase; false when the base is not in the report).
+// switched off, and whether every number of the entry equals that
+// strategy's (Report.SameAsBase at least SameNumbers; false when the base is
+// not in the report).
 type jsonAblation struct {
 	Of         string `json:"of"`
 	Off        string `json:"off"`
@@ -97,7 +98,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		}
 		if res.Ablated.Of != "" {
 			_, same := r.SameAsBase(i)
-			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same}
+			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same != Differs}
 		}
 		out.Strategies = append(out.Strategies, s)
 	}
@@ -124,9 +125,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // percentiles in milliseconds, the share of attempts that met an unhealthy
 // broker, retries made, retries a retry budget refused and attempts answered
 // busy; under an open load also the sends shed and the sends in flight when
-// the duration ran out. An ablation's row whose run equals its base's in
-// every number (Report.SameAsBase) is folded into a note under the table,
-// which names it. Everything it writes is the same for one seed.
+// the duration ran out. An ablation's row whose numbers all equal its
+// base's (Report.SameAsBase) is folded into a note under the table, which
+// names it and says whether the run over time differed. Everything it writes is the same for one seed.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	if sc := r.Scenario; sc != nil {
@@ -135,9 +136,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	// Every column is right-aligned; names are padded so they read
 	// left-aligned.
+	// An ablation with its base's numbers is folded into a note.
+	type fold struct{ run, numbers []string }
+	folds := map[string]*fold{} // by base name
+	var bases []string
+	shown := make([]bool, len(r.Results))
 	width := len("strategy")
-	for _, res := range r.Results {
-		width = max(width, len(res.Name))
+	for i, res := range r.Results {
+		_, same := r.SameAsBase(i)
+		if same == Differs {
+			shown[i] = true
+			width = max(width, len(res.Name))
+			continue
+		}
+		f := folds[res.Ablated.Of]
+		if f == nil {
+			f = &fold{}
+			folds[res.Ablated.Of] = f
+			bases = append(bases, res.Ablated.Of)
+		}
+		if same == SameRun {
+			f.run = append(f.run, res.Name)
+		} else {
+			f.numbers = append(f.numbers, res.Name)
+		}
 	}
 	open := r.Scenario != nil && r.Scenario.open()
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -146,15 +168,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
 	}
 	fmt.Fprint(tw, "\n")
-	folded := map[string][]string{} // base name -> the ablations folded into it
-	var bases []string
 	for i, res := range r.Results {
-		if _, same := r.SameAsBase(i); same {
-			of := res.Ablated.Of
-			if len(folded[of]) == 0 {
-				bases = append(bases, of)
-			}
-			folded[of] = append(folded[of], res.Name)
+		if !shown[i] {
 			continue
 		}
 		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t",
@@ -175,7 +190,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "Ablations: %s-POLICY is %s with that one policy switched off.\n", of, of)
 	}
 	for _, of := range bases {
-		fmt.Fprintf(&b, "Same as %s in every number (the policy changed nothing here): %s.\n", of, strings.Join(folded[of], ", "))
+		if f := folds[of]; len(f.run) > 0 {
+			fmt.Fprintf(&b, "Same as %s in every number (the policy changed nothing here): %s.\n", of, strings.Join(f.run, ", "))
+		}
+		if f := folds[of]; len(f.numbers) > 0 {
+			fmt.Fprintf(&b, "Same numbers as %s, a different run over time (isolations or per-second series; see --report): %s.\n", of, strings.Join(f.numbers, ", "))
+		}
 	}
 	if open {
 		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
