@@ -37,7 +37,7 @@ number is folded into a note); --strategies takes these names too:
 			fs.Uint64Var(&o.seed, "seed", 0, "random seed `N`, instead of the scenario's")
 			fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
 			fs.StringVar(&o.report, "report", "", "also write an HTML report with charts to `FILE.html`")
-			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run (default: all)")
+			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run, ablations' too (default: "+strings.Join(sim.StrategyNames(), ", ")+")")
 			fs.BoolVar(&o.ablation, "ablation", false, "also run the mqfault preset with each of its policies switched off in turn, after mqfault")
 			fs.BoolVar(&o.printScenario, "print-scenario", false, "print the scenario's YAML (--scenario's, else the embedded one) and exit")
 			return func(ctx context.Context, io streams, args []string) error {
