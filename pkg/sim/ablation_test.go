@@ -546,3 +546,35 @@ func TestGoldenAblation(t *testing.T) {
 		})
 	}
 }
+
+// TestAblationsCoverThePreset: every setting in which the mqfault preset
+// differs from RocketMQ 5.3.3's defaults is a policy the table can switch
+// off, or a companion setting of one (a bound or a rate that does nothing
+// with its policy off), or fault tolerance itself (which v5 has on too): a
+// policy the preset turns on without an ablation fails here.
+func TestAblationsCoverThePreset(t *testing.T) {
+	companions := map[string]string{
+		"latency.Config.FaultTolerance":    "v5's own (sendLatencyFaultEnable)",
+		"latency.Config.MaxIsolation":      "backoff",
+		"latency.Config.BackoffDecay":      "backoff",
+		"latency.Config.BusyIsolateAfter":  "busy-is-load",
+		"producer.Config.RetryBudgetFloor": "retry-budget",
+	}
+	covered := map[string]bool{}
+	for _, a := range Ablations() {
+		for _, f := range a.Fields {
+			covered[f] = true
+		}
+	}
+	ref := Strategies()[2] // v5
+	if ref.Name != "v5" {
+		t.Fatalf("Strategies()[2] = %s, want v5", ref.Name)
+	}
+	ref.Latency.FaultTolerance = false
+	t.Logf("the preset past v5: %v", changedFields(ref, preset()))
+	for _, f := range changedFields(ref, preset()) {
+		if !covered[f] && companions[f] == "" {
+			t.Errorf("the preset sets %s past the reference, and no ablation switches it off", f)
+		}
+	}
+}
