@@ -25,14 +25,20 @@ func simCommand() *command {
 on one scenario, same seed, in virtual time, and prints one row per strategy
 (or JSON). The scenario is the embedded
 default, a YAML file, or standard input (--scenario -). On a terminal a
-progress bar is drawn on standard error.`, strings.Join(sim.StrategyNames(), ", ")),
+progress bar is drawn on standard error.
+
+--ablation adds, after mqfault, the preset with each of its policies past
+the reference switched off in turn (a row equal to mqfault's in every
+number is folded into a note); --strategies takes these names too:
+%s.`, strings.Join(sim.StrategyNames(), ", "), wrapList(sim.AblationNames(), 76)),
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			var o simOptions
 			fs.StringVar(&o.scenario, "scenario", "", "YAML scenario `FILE`, or - for standard input (default: the embedded scenario)")
 			fs.Uint64Var(&o.seed, "seed", 0, "random seed `N`, instead of the scenario's")
 			fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
 			fs.StringVar(&o.report, "report", "", "also write an HTML report with charts to `FILE.html`")
-			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run (default: all)")
+			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run, ablations' too (default: "+strings.Join(sim.StrategyNames(), ", ")+")")
+			fs.BoolVar(&o.ablation, "ablation", false, "also run the mqfault preset with each of its policies switched off in turn, after mqfault")
 			fs.BoolVar(&o.printScenario, "print-scenario", false, "print the scenario's YAML (--scenario's, else the embedded one) and exit")
 			return func(ctx context.Context, io streams, args []string) error {
 				fs.Visit(func(f *flag.Flag) { o.set = append(o.set, f.Name) })
@@ -42,11 +48,33 @@ progress bar is drawn on standard error.`, strings.Join(sim.StrategyNames(), ", 
 	}
 }
 
+// wrapList joins names with ", ", breaking lines before width columns.
+func wrapList(names []string, width int) string {
+	var b strings.Builder
+	col := 0
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+			col++
+			if col+1+len(n)+1 > width {
+				b.WriteByte('\n')
+				col = 0
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(n)
+		col += len(n)
+	}
+	return b.String()
+}
+
 type simOptions struct {
-	scenario, report, strategies string
-	seed                         uint64
-	json, printScenario          bool
-	set                          []string // the flags given
+	scenario, report, strategies  string
+	seed                          uint64
+	json, printScenario, ablation bool
+	set                           []string // the flags given
 }
 
 func (o simOptions) given(name string) bool {
@@ -64,7 +92,7 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		return usageErrorf("unexpected argument %q (a scenario file is given with --scenario)", args[0])
 	}
 	if o.printScenario {
-		for _, n := range []string{"seed", "json", "report", "strategies"} {
+		for _, n := range []string{"seed", "json", "report", "strategies", "ablation"} {
 			if o.given(n) {
 				return usageErrorf("--print-scenario prints the scenario as written and exits: --%s does not apply", n)
 			}
@@ -75,6 +103,15 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		var err error
 		if strats, err = sim.SelectStrategies(strings.Split(o.strategies, ",")...); err != nil {
 			return usageErrorf("--strategies: %w", err)
+		}
+	}
+	if o.ablation {
+		if strats == nil {
+			strats = sim.Strategies()
+		}
+		var err error
+		if strats, err = sim.InsertAblations(strats); err != nil {
+			return usageErrorf("--ablation: %w (add it to --strategies)", err)
 		}
 	}
 

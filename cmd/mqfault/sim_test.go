@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqfault/mqfault/pkg/sim"
 )
 
 // simScenario is a small scenario, so the command's tests run fast.
@@ -49,7 +52,11 @@ func TestSimCommand(t *testing.T) {
 		{"print scenario", []string{"sim", "--print-scenario"}, 0, "name: default", "", false},
 		{"help", []string{"sim", "--help"}, 0, "usage: mqfault sim", "", false},
 		{"some strategies", []string{"sim", "--scenario", good, "--strategies", "v5,off"}, 0, "  v5 ", "", false},
-		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "", "mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault)\n", true},
+		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "",
+			"mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault; ablations: " + strings.Join(sim.AblationNames(), ", ") + ")\n", true},
+		{"ablation without mqfault", []string{"sim", "--scenario", good, "--ablation", "--strategies", "v5"}, exitUsage, "",
+			"mqfault sim: --ablation: the ablations change the mqfault strategy, which is not among the strategies to run (add it to --strategies)\n", true},
+		{"print scenario ablation", []string{"sim", "--print-scenario", "--ablation"}, exitUsage, "", "--ablation does not apply", true},
 		{"print scenario file", []string{"sim", "--print-scenario", "--scenario", good}, 0, simScenario, "", false},
 		{"print scenario stdin", []string{"sim", "--scenario", "-", "--print-scenario"}, 0, "name: from-stdin", "", false},
 		{"print scenario invalid", []string{"sim", "--print-scenario", "--scenario", bad}, exitUsage, "", "is not a valid scenario", true},
@@ -219,5 +226,135 @@ func TestSimInterruptedInProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(report); !os.IsNotExist(err) {
 		t.Errorf("the report %s is left behind after the interrupt (stat: %v)", report, err)
+	}
+}
+
+// simRows returns the strategy names of the table's rows, in order.
+func simRows(t *testing.T, table string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(table, "\n  strategy ")
+	if !ok {
+		t.Fatalf("no table header in:\n%s", table)
+	}
+	rest = rest[strings.Index(rest, "\n")+1:]
+	var rows []string
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			break
+		}
+		rows = append(rows, strings.Fields(line)[0])
+	}
+	return rows
+}
+
+// TestSimAblation: --ablation appends every ablation the preset offers
+// right after mqfault (before the strategies after it); each is a row or,
+// equal to mqfault in every number, named in the note under the table; the
+// JSON carries every one, marked; the report has an Ablations section.
+func TestSimAblation(t *testing.T) {
+	path := writeSimScenario(t, simScenario)
+	names := sim.AblationNames()
+	if len(names) < 5 {
+		t.Fatalf("the preset offers %d ablations, want at least 5", len(names))
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"sim", "--scenario", path, "--strategies", "v5,mqfault,off", "--ablation"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	rows := simRows(t, out)
+	var note string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "Same as mqfault in every number") || strings.HasPrefix(line, "Same numbers as mqfault") {
+			note += line
+		}
+	}
+	var want []string
+	for _, n := range names {
+		if !strings.Contains(note, " "+n+",") && !strings.Contains(note, " "+n+".") {
+			want = append(want, n)
+		}
+	}
+	want = append(append([]string{"v5", "mqfault"}, want...), "off")
+	if strings.Join(rows, " ") != strings.Join(want, " ") {
+		t.Errorf("rows %v, want %v (folded: %q)\n%s", rows, want, note, out)
+	}
+	if !strings.Contains(out, "Ablations: mqfault-POLICY is mqfault with that one policy switched off.") {
+		t.Errorf("no note on the ablation rows:\n%s", out)
+	}
+
+	stdout.Reset()
+	report := filepath.Join(t.TempDir(), "r.html")
+	if code := run([]string{"sim", "--scenario", path, "--ablation", "--json", "--report", report}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var doc struct {
+		Strategies []struct {
+			Name     string `json:"name"`
+			Ablation *struct {
+				Of         string `json:"of"`
+				Off        string `json:"off"`
+				SameAsBase bool   `json:"same_as_base"`
+			} `json:"ablation"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, s := range doc.Strategies {
+		got = append(got, s.Name)
+		if (i >= len(sim.StrategyNames())) != (s.Ablation != nil) || s.Ablation != nil && (s.Ablation.Of != "mqfault" || s.Ablation.Off == "") {
+			t.Errorf("strategy %s: ablation %+v", s.Name, s.Ablation)
+		}
+	}
+	if want := append(sim.StrategyNames(), names...); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("JSON strategies %v, want %v", got, want)
+	}
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("<h2>Ablations</h2>")) {
+		t.Error("the report has no Ablations section")
+	}
+	for _, n := range names {
+		if !bytes.Contains(page, []byte("<h2>"+n+"</h2>")) {
+			t.Errorf("the report has no section for %s", n)
+		}
+	}
+}
+
+// TestSimStrategiesAblation: an ablation is a strategy --strategies takes
+// by name; one whose policy the preset has off is refused saying so.
+func TestSimStrategiesAblation(t *testing.T) {
+	path := writeSimScenario(t, simScenario)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"sim", "--scenario", path, "--strategies", "mqfault,mqfault-retry-budget"}, nil, &stdout, &stderr)
+	if !slices.Contains(sim.AblationNames(), "mqfault-retry-budget") {
+		// The lead turned the budget off in the preset: it must be refused.
+		if code != exitUsage || !strings.Contains(stderr.String(), `"mqfault-retry-budget" does not apply`) {
+			t.Errorf("exit %d, stderr %q; want the ablation refused", code, stderr.String())
+		}
+		return
+	}
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	if rows := simRows(t, out); !(len(rows) == 2 && rows[1] == "mqfault-retry-budget" ||
+		len(rows) == 1 && strings.Contains(out, "\nSame ") && strings.Contains(out, "): mqfault-retry-budget.\n")) {
+		t.Errorf("rows %v: want mqfault-retry-budget as a row or folded\n%s", rows, out)
+	}
+	for _, a := range sim.Ablations() {
+		if slices.Contains(sim.AblationNames(), a.StrategyName()) {
+			continue
+		}
+		stdout.Reset()
+		stderr.Reset()
+		code := run([]string{"sim", "--scenario", path, "--strategies", "mqfault," + a.StrategyName()}, nil, &stdout, &stderr)
+		if want := "mqfault sim: --strategies: ablation \"" + a.StrategyName() + "\" does not apply: "; code != exitUsage || !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("--strategies %s: exit %d, stderr %q; want %d and %q", a.StrategyName(), code, stderr.String(), exitUsage, want)
+		}
 	}
 }

@@ -34,6 +34,30 @@ var palette = []color.RGBA{
 
 func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
 
+// strategyPalette holds the strategies' line colours: the palette's, then
+// eight more (after Paul Tol's muted scheme, colour-blind safe, none close
+// to the first eight), so a run with every ablation (five strategies and
+// eleven ablations) draws every line in a colour of its own.
+var strategyPalette = append(slices.Clone(palette), []color.RGBA{
+	{0x33, 0x22, 0x88, 0xff}, // indigo
+	{0x88, 0x22, 0x55, 0xff}, // wine
+	{0x99, 0x99, 0x33, 0xff}, // olive
+	{0x44, 0xAA, 0x99, 0xff}, // teal
+	{0xCC, 0x66, 0x77, 0xff}, // rose
+	{0x11, 0x77, 0x33, 0xff}, // green
+	{0xAA, 0x44, 0x99, 0xff}, // purple
+	{0x88, 0x88, 0x88, 0xff}, // grey
+}...)
+
+// strategyColor returns the line colour of the strategy at index i of the
+// report (black for -1, a chart of one strategy).
+func strategyColor(i int) color.RGBA {
+	if i < 0 {
+		return color.RGBA{A: 0xff}
+	}
+	return strategyPalette[i%len(strategyPalette)]
+}
+
 // The colours of the timeline and of the fault bands. They are not in the
 // palette's order of use, so a broker's colour is never read as a state.
 var (

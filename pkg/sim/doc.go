@@ -8,8 +8,10 @@
 // command line.
 //
 // Start with Run (a Scenario in, a Report out), DefaultScenario or Parse
-// (YAML scenarios, see Parse for the shape), and Strategies (the built-in
-// contenders: off, v4, v5, v5+detector).
+// (YAML scenarios, see Parse for the shape), Strategies (the built-in
+// contenders: off, v4, v5, v5+detector, mqfault) and AblationStrategies (the
+// mqfault preset with one of its policies switched off, for each it has on;
+// Ablations is the table).
 //
 // # The model
 //

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ type htmlSwatch struct {
 
 type htmlRow struct {
 	Name, Summary                                  string
+	SameAs                                         string // for an ablation with its base's numbers: the folded row's one cell
 	Sends, Succeeded, Failed, Attempts, FirstFails int64
 	P50, P99, P999, Max, Unhealthy                 string
 	Retries, Refused, Busy, Shed, InFlight         int64
@@ -60,6 +62,7 @@ type htmlChart struct {
 
 type htmlStrategy struct {
 	Name, Summary        string
+	SameAs               string // folded into this strategy's section: no charts of its own
 	Timeline, Share, P99 *htmlChart
 }
 
@@ -72,9 +75,20 @@ type htmlPage struct {
 	Brokers     []htmlSwatch
 	Faults      *htmlChart
 	All         []*htmlChart
+	AllNotes    []string
+	Ablations   *htmlAblations // nil without ablation rows beside their base
 	PerStrategy []htmlStrategy
 	TimelineKey timelineKey
 	FaultBand   template.CSS
+}
+
+// htmlAblations is the page's section of ablations: the per-second charts
+// again, with the base strategy and its ablations only, so the strategy
+// charts stay readable with a dozen rows.
+type htmlAblations struct {
+	Bases  []string
+	Charts []*htmlChart
+	Notes  []string
 }
 
 // timelineKey holds the timeline's colours for its legend.
@@ -108,9 +122,21 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		page.Events = append(page.Events, htmlEvent{Broker: e.Broker, Window: fmtSec(e.At) + " – " + fmtSec(e.End()),
 			What: e.describe(), Color: cssColor(colorOf(index[e.Broker]))})
 	}
-	for _, res := range r.Results {
+	// An ablation with its base's numbers has its row folded; one with
+	// its base's run too (sameAs) has no charts of its own either.
+	sameAs := make([]string, len(r.Results))
+	rowAs := make([]string, len(r.Results))
+	for i := range r.Results {
+		switch b, same := r.SameAsBase(i); same {
+		case SameRun:
+			sameAs[i], rowAs[i] = r.Results[b].Name, "the same as "+r.Results[b].Name+" in every number: the policy changed nothing here"
+		case SameNumbers:
+			rowAs[i] = "the same numbers as " + r.Results[b].Name + "; a different run over time (its charts below)"
+		}
+	}
+	for i, res := range r.Results {
 		page.Rows = append(page.Rows, htmlRow{
-			Name: res.Name, Summary: res.Summary, Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
+			Name: res.Name, Summary: res.Summary, SameAs: rowAs[i], Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
 			P50: fmtMS(res.Latency.P50), P99: fmtMS(res.Latency.P99), P999: fmtMS(res.Latency.P999), Max: fmtMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
@@ -123,32 +149,66 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if page.Faults != nil {
 		charts = append(charts, page.Faults)
 	}
-	for _, ps := range perSecondCharts {
-		lines := make([]line, len(r.Results))
-		for i, res := range r.Results {
-			counts := ps.of(&res.Series)
-			ys := make([]float64, len(counts))
-			for s, n := range counts {
-				ys[s] = float64(n)
-			}
-			lines[i] = line{name: res.Name, color: colorOf(i), ys: ys}
+	// The strategy charts: every strategy but the ablations beside their
+	// base, which get charts of their own with the base (folded ones none).
+	var main, abl []int
+	var bases []string
+	for i := range r.Results {
+		if !r.hasBase(i) {
+			main = append(main, i)
+			continue
 		}
-		hc, err := countChart(sc, seconds, ps, lines)
-		if err != nil {
-			return err
+		if of := r.Results[i].Ablated.Of; !slices.Contains(bases, of) {
+			bases = append(bases, of)
 		}
-		page.All = append(page.All, hc)
+		if sameAs[i] == "" {
+			abl = append(abl, i)
+		}
 	}
-	p99, err := p99Chart(sc, seconds, "p99 latency of the sends started in each second (log scale)", r.Results, nil)
-	if err != nil {
+	var err error
+	if page.All, err = strategyCharts(sc, seconds, r.Results, main); err != nil {
 		return err
 	}
-	page.All = append(page.All, p99)
+	if len(bases) > 0 {
+		if len(page.All) > 0 {
+			page.AllNotes = append(page.AllNotes, "The ablations are drawn under Ablations, each with the strategy it changes.")
+		}
+		page.Ablations = &htmlAblations{Bases: bases}
+		var idx []int
+		for _, of := range bases {
+			b := slices.IndexFunc(r.Results, func(res Result) bool { return res.Name == of })
+			idx = append(idx, b)
+			var folded []string
+			for _, i := range abl {
+				if r.Results[i].Ablated.Of == of {
+					idx = append(idx, i)
+				}
+			}
+			for i := range r.Results {
+				if sameAs[i] == of {
+					folded = append(folded, r.Results[i].Name)
+				}
+			}
+			if len(folded) > 0 {
+				page.Ablations.Notes = append(page.Ablations.Notes, fmt.Sprintf("Not drawn, the same run as %s in every number (the policy changed nothing here): %s.", of, strings.Join(folded, ", ")))
+			}
+		}
+		if len(abl) > 0 {
+			if page.Ablations.Charts, err = strategyCharts(sc, seconds, r.Results, idx); err != nil {
+				return err
+			}
+		}
+		charts = append(charts, page.Ablations.Charts...)
+	}
 	charts = append(charts, page.All...)
-	for _, res := range r.Results {
+	for i, res := range r.Results {
+		if sameAs[i] != "" {
+			page.PerStrategy = append(page.PerStrategy, htmlStrategy{Name: res.Name, Summary: res.Summary, SameAs: sameAs[i]})
+			continue
+		}
 		hs := htmlStrategy{Name: res.Name, Summary: res.Summary, Timeline: timelineChart(sc, seconds, &res)}
 		hs.Share = shareChart(sc, &res)
-		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []Result{res}, []color.RGBA{colorOf(6)}); err != nil {
+		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []Result{res}, []int{-1}); err != nil {
 			return err
 		}
 		page.PerStrategy = append(page.PerStrategy, hs)
@@ -170,6 +230,40 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		c.SVG = svgs[i]
 	}
 	return htmlTemplate.Execute(w, page)
+}
+
+// strategyCharts draws the per-second charts and the p99 chart of the
+// results at the given indices, each line in the colour of its index.
+func strategyCharts(sc *Scenario, seconds int, results []Result, idx []int) ([]*htmlChart, error) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	var out []*htmlChart
+	for _, ps := range perSecondCharts {
+		lines := make([]line, len(idx))
+		for k, i := range idx {
+			counts := ps.of(&results[i].Series)
+			ys := make([]float64, len(counts))
+			for s, n := range counts {
+				ys[s] = float64(n)
+			}
+			lines[k] = line{name: results[i].Name, color: strategyColor(i), ys: ys}
+		}
+		hc, err := countChart(sc, seconds, ps, lines)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hc)
+	}
+	chosen := make([]Result, len(idx))
+	for k, i := range idx {
+		chosen[k] = results[i]
+	}
+	p99, err := p99Chart(sc, seconds, "p99 latency of the sends started in each second (log scale)", chosen, idx)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, p99), nil
 }
 
 // countChart draws a per-second count, a line per strategy, from zero.
@@ -209,8 +303,9 @@ func niceCeil(v float64) float64 {
 }
 
 // p99Chart plots the p99 of each second for the given results, on a log
-// scale, in milliseconds; colors default to the strategies' colours.
-func p99Chart(sc *Scenario, seconds int, title string, results []Result, colors []color.RGBA) (*htmlChart, error) {
+// scale, in milliseconds, each in the colour of the strategy of its index
+// in at (strategyColor; -1 is black), by default its index in results.
+func p99Chart(sc *Scenario, seconds int, title string, results []Result, at []int) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, "p99 ms")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
@@ -225,11 +320,11 @@ func p99Chart(sc *Scenario, seconds int, title string, results []Result, colors 
 				lo, hi = min(lo, ys[s]), max(hi, ys[s])
 			}
 		}
-		c := colorOf(i)
-		if colors != nil {
-			c = colors[i]
+		c := i
+		if at != nil {
+			c = at[i]
 		}
-		lines[i] = line{name: r.Name, color: c, ys: ys}
+		lines[i] = line{name: r.Name, color: strategyColor(c), ys: ys}
 	}
 	if hi == 0 {
 		lo, hi = 1, 10
@@ -456,6 +551,7 @@ tr > :first-child { position: sticky; left: 0; text-align: left; }
 }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.w { white-space: normal; min-width: 14em; }
+td.same { color: #555; font-style: italic; }
 .sw { display: inline-block; width: 1.6em; height: 0.6em; margin: 0 0.3em 0.1em 0; vertical-align: middle; }
 .ln { display: inline-block; width: 2em; margin: 0 0.3em 0.2em 0; vertical-align: middle; border-top-width: 3px; border-top-style: solid; }
 .ln.dash { border-top-style: dashed; }
@@ -475,7 +571,7 @@ svg { display: block; width: 100%; max-width: 56em; height: auto; }
 {{end}}</table></div>{{end}}
 <div class="scroll"><table>
 <tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}</tr>
-{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td><td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}</tr>
+{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{if $.Open}}15{{else}}13{{end}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{end}}</tr>
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
 slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused.
@@ -489,17 +585,23 @@ slow, busy or flapping-down at that moment. Busy answers: attempts answered SYST
 {{with .Faults}}<h2>Fault windows</h2>
 <p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
 {{template "chart" .}}{{end}}
-<h2>All strategies</h2>
-{{range .All}}{{template "chart" .}}{{end}}
+{{if .All}}<h2>All strategies</h2>
+{{range .AllNotes}}<p class="note">{{.}}</p>
+{{end}}{{range .All}}{{template "chart" .}}{{end}}{{end}}
+{{with .Ablations}}<h2>Ablations</h2>
+<p class="note">Each ablation is {{range $i, $b := .Bases}}{{if $i}}, {{end}}{{$b}}{{end}} with one policy switched off; its lines beside the strategy's show what that policy does on this scenario.</p>
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{range .Charts}}{{template "chart" .}}{{end}}{{end}}
 {{range .PerStrategy}}
 <h2>{{.Name}}</h2>
 <p class="note">{{.Summary}}</p>
-<p class="legend">{{with $.TimelineKey}}<span class="e"><span class="sw" style="background:{{.Isolated}}"></span>isolated</span> <span class="e"><span class="mark" style="background:{{.Release}}"></span>released</span> <span class="e"><span class="sw" style="background:{{.Unreachable}}"></span>unreachable</span> <span class="e"><span class="sw" style="background:{{.Fault}}"></span>the broker's fault window</span>{{end}}</p>
+{{if .SameAs}}<p class="note">The same run as {{.SameAs}} in every number (the table, the per-second series, the isolation timeline): see its charts.</p>
+{{else}}<p class="legend">{{with $.TimelineKey}}<span class="e"><span class="sw" style="background:{{.Isolated}}"></span>isolated</span> <span class="e"><span class="mark" style="background:{{.Release}}"></span>released</span> <span class="e"><span class="sw" style="background:{{.Unreachable}}"></span>unreachable</span> <span class="e"><span class="sw" style="background:{{.Fault}}"></span>the broker's fault window</span>{{end}}</p>
 {{template "chart" .Timeline}}
 <p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
 {{template "chart" .Share}}
 {{template "chart" .P99}}
-{{end}}
+{{end}}{{end}}
 </body>
 </html>
 `))

@@ -143,6 +143,7 @@ func (m *metrics) result(spec Strategy, sc *Scenario) Result {
 	r := Result{
 		Name:                 spec.Name,
 		Summary:              spec.Summary,
+		Ablated:              spec.Ablated,
 		Sends:                m.sends,
 		Succeeded:            m.succeeded,
 		Failed:               m.failed,

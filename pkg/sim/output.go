@@ -31,7 +31,18 @@ type jsonStrategy struct {
 	Shed                 *int64                `json:"shed,omitempty"`             // open load only
 	InFlightAtEnd        *int64                `json:"in_flight_at_end,omitempty"` // open load only
 	LatencyMS            jsonLatency           `json:"latency_ms"`
-	Brokers              map[string]jsonBroker `json:"brokers"` // encoding/json sorts the keys
+	Brokers              map[string]jsonBroker `json:"brokers"`            // encoding/json sorts the keys
+	Ablation             *jsonAblation         `json:"ablation,omitempty"` // ablations only
+}
+
+// jsonAblation marks an ablation's row: the strategy it changes, the policy
+// switched off, and whether every number of the entry equals that
+// strategy's (Report.SameAsBase at least SameNumbers; false when the base is
+// not in the report).
+type jsonAblation struct {
+	Of         string `json:"of"`
+	Off        string `json:"off"`
+	SameAsBase bool   `json:"same_as_base"`
 }
 
 type jsonLatency struct {
@@ -59,7 +70,9 @@ func ms(d time.Duration) float64 {
 //	  "retries": N, "retries_refused": N, "busy_answers": N,
 //	  ["shed": N, "in_flight_at_end": N,]  (open load only)
 //	  "latency_ms": {"p50": X, "p99": X, "p999": X, "max": X},
-//	  "brokers": {NAME: {"attempts": N, "failures": N}}}, ...]}
+//	  "brokers": {NAME: {"attempts": N, "failures": N}},
+//	  ["ablation": {"of": NAME, "off": POLICY, "same_as_base": BOOL}]  (ablations only)
+//	}, ...]}
 //
 // with brokers sorted by name and latencies in milliseconds to the
 // microsecond, so one seed always gives the same bytes.
@@ -68,7 +81,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	if r.Scenario != nil {
 		out.Scenario = r.Scenario.Name
 	}
-	for _, res := range r.Results {
+	for i, res := range r.Results {
 		s := jsonStrategy{
 			Name: res.Name, Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstAttemptFailures: res.FirstAttemptFailures,
@@ -82,6 +95,10 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		}
 		for _, b := range res.Brokers {
 			s.Brokers[b.Name] = jsonBroker{Attempts: b.Attempts, Failures: b.Failures}
+		}
+		if res.Ablated.Of != "" {
+			_, same := r.SameAsBase(i)
+			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same != Differs}
 		}
 		out.Strategies = append(out.Strategies, s)
 	}
@@ -108,7 +125,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // percentiles in milliseconds, the share of attempts that met an unhealthy
 // broker, retries made, retries a retry budget refused and attempts answered
 // busy; under an open load also the sends shed and the sends in flight when
-// the duration ran out. Everything it writes is the same for one seed.
+// the duration ran out. An ablation's row whose numbers all equal its
+// base's (Report.SameAsBase) is folded into a note under the table, which
+// names it and says whether the run over time differed. Everything it writes is the same for one seed.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	if sc := r.Scenario; sc != nil {
@@ -117,9 +136,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	// Every column is right-aligned; names are padded so they read
 	// left-aligned.
+	// An ablation with its base's numbers is folded into a note.
+	type fold struct{ run, numbers []string }
+	folds := map[string]*fold{} // by base name
+	var bases []string
+	shown := make([]bool, len(r.Results))
 	width := len("strategy")
-	for _, res := range r.Results {
-		width = max(width, len(res.Name))
+	for i, res := range r.Results {
+		_, same := r.SameAsBase(i)
+		if same == Differs {
+			shown[i] = true
+			width = max(width, len(res.Name))
+			continue
+		}
+		f := folds[res.Ablated.Of]
+		if f == nil {
+			f = &fold{}
+			folds[res.Ablated.Of] = f
+			bases = append(bases, res.Ablated.Of)
+		}
+		if same == SameRun {
+			f.run = append(f.run, res.Name)
+		} else {
+			f.numbers = append(f.numbers, res.Name)
+		}
 	}
 	open := r.Scenario != nil && r.Scenario.open()
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -128,7 +168,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
 	}
 	fmt.Fprint(tw, "\n")
-	for _, res := range r.Results {
+	for i, res := range r.Results {
+		if !shown[i] {
+			continue
+		}
 		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t",
 			width, res.Name, res.Sends, res.Succeeded, res.Failed, res.Attempts, res.FirstAttemptFailures,
 			fmtMS(res.Latency.P50), fmtMS(res.Latency.P99), fmtMS(res.Latency.P999), fmtMS(res.Latency.Max),
@@ -143,6 +186,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
 		"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	for _, of := range ablationBases(r) {
+		fmt.Fprintf(&b, "Ablations: %s-POLICY is %s with that one policy switched off.\n", of, of)
+	}
+	for _, of := range bases {
+		if f := folds[of]; len(f.run) > 0 {
+			fmt.Fprintf(&b, "Same as %s in every number (the policy changed nothing here): %s.\n", of, strings.Join(f.run, ", "))
+		}
+		if f := folds[of]; len(f.numbers) > 0 {
+			fmt.Fprintf(&b, "Same numbers as %s, a different run over time (isolations or per-second series; see --report): %s.\n", of, strings.Join(f.numbers, ", "))
+		}
+	}
 	if open {
 		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
 	}

@@ -162,17 +162,12 @@ func TestCapacityScenarios(t *testing.T) {
 			}
 		}},
 	}
-	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault")
+	// The ablations come from the simulator's table (ablation.go), as
+	// `mqfault sim --ablation` runs them.
+	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault", "mqfault-cap-holds-busy", "mqfault-retry-budget")
 	if err != nil {
 		t.Fatal(err)
 	}
-	noHold := strategies[2]
-	noHold.Name = "mqfault without cap_holds_busy"
-	noHold.Latency.CapHoldsBusy = false
-	noBudget := strategies[2]
-	noBudget.Name = "mqfault without the retry budget"
-	noBudget.Producer.RetryBudget = 0
-	strategies = append(strategies, noHold, noBudget)
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			sc, err := LoadFile(filepath.Join(scenarioDir, tt.file))

@@ -13,6 +13,8 @@ import (
 type Result struct {
 	Name    string
 	Summary string
+	// Ablated is the strategy's: set when it is an ablation of another.
+	Ablated Ablated
 	// Sends counts the sends started; every one ended, Succeeded with an
 	// answer or Failed.
 	Sends, Succeeded, Failed int64

@@ -33,6 +33,10 @@ type Strategy struct {
 	// more collaborators (a custom fault table, an observer). It must use
 	// env's clock, and it is called once per run, on the run's goroutine.
 	New func(cfg latency.Config, env Env) (*latency.Strategy, error)
+	// Ablated, when set, says the strategy is another one (Ablated.Of) with
+	// one policy switched off (Ablation.Of sets it). Reports compare its
+	// row with that strategy's and fold it when every number is the same.
+	Ablated Ablated
 }
 
 // Env is what the simulator gives a strategy to run in virtual time.
@@ -106,22 +110,38 @@ func Strategies() []Strategy {
 	}
 }
 
-// SelectStrategies returns the built-in strategies with the given names, in
-// the order given, or an error naming the first unknown one.
+// SelectStrategies returns the strategies with the given names, in the order
+// given: the built-in ones (StrategyNames) and the ablations of the mqfault
+// preset (AblationNames: "mqfault-retry-budget" is the preset with its retry
+// budget off). It returns an error naming the first unknown name and every
+// known one, or saying why a known ablation does not apply to the preset (its
+// policy is off there).
 func SelectStrategies(names ...string) ([]Strategy, error) {
 	all := Strategies()
 	out := make([]Strategy, 0, len(names))
 	for _, n := range names {
-		i := slices.IndexFunc(all, func(s Strategy) bool { return s.Name == n })
-		if i < 0 {
-			return nil, fmt.Errorf("sim: unknown strategy %q (known: %s)", n, strings.Join(StrategyNames(), ", "))
+		if i := slices.IndexFunc(all, func(s Strategy) bool { return s.Name == n }); i >= 0 {
+			out = append(out, all[i])
+			continue
 		}
-		out = append(out, all[i])
+		s, ok, err := ablationStrategy(n)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			known := strings.Join(StrategyNames(), ", ")
+			if abl := AblationNames(); len(abl) > 0 {
+				known += "; ablations: " + strings.Join(abl, ", ")
+			}
+			return nil, fmt.Errorf("sim: unknown strategy %q (known: %s)", n, known)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
 
-// StrategyNames returns the names of the built-in strategies, in order.
+// StrategyNames returns the names of the built-in strategies, in order
+// (AblationNames returns the ablations').
 func StrategyNames() []string {
 	var names []string
 	for _, s := range Strategies() {
