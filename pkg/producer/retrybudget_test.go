@@ -116,8 +116,8 @@ func TestRetryBudgetConfig(t *testing.T) {
 	if c := Reference5(); c.RetryBudget != 0 || c.RetryBudgetFloor != 0 {
 		t.Errorf("Reference5 budget = %v/%d, want off", c.RetryBudget, c.RetryBudgetFloor)
 	}
-	if c := DefaultConfig(); c.RetryBudget != 0.5 || c.RetryBudgetFloor != 10 {
-		t.Errorf("DefaultConfig budget = %v/%d, want 0.5/10", c.RetryBudget, c.RetryBudgetFloor)
+	if c := DefaultConfig(); c.RetryBudget != 0.2 || c.RetryBudgetFloor != 10 {
+		t.Errorf("DefaultConfig budget = %v/%d, want 0.2/10", c.RetryBudget, c.RetryBudgetFloor)
 	}
 	for _, bad := range []Config{{RetryBudget: -0.1}, {RetryBudget: 11}, {RetryBudgetFloor: -1}} {
 		c := Reference5()
@@ -138,5 +138,59 @@ func BenchmarkRetryBudget(b *testing.B) {
 		rb.deposit(now)
 		rb.withdraw(now)
 		now = now.Add(time.Microsecond)
+	}
+}
+
+// sendRetriedOK runs one sync send at now whose first attempt fails and
+// whose retry is answered, and reports whether it was answered.
+func sendRetriedOK(p *Policy, now time.Time) bool {
+	l := NewLoop(p, KindSync, "T", now)
+	for first := true; ; first = false {
+		if _, ok := l.Next(now); !ok {
+			break
+		}
+		if _, ok := l.Start(queue("A"), now); !ok {
+			break
+		}
+		if first {
+			l.Finish(failed(errNotSent, 1))
+		} else {
+			l.Finish(answered(SendOK, 1))
+		}
+	}
+	_, err := l.Result()
+	return err == nil
+}
+
+// TestRetryBudgetRefund checks that a retry that found an answer is given
+// back: with a budget of a fifth, after 10 answered sends every send of a
+// run where each first attempt fails and each retry is answered gets its
+// retry (without the refund most would be refused), and the budget still binds the
+// failing sends that follow.
+func TestRetryBudgetRefund(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RetryBudget, cfg.RetryBudgetFloor = 0.2, 0
+	p := mustPolicy(t, cfg, latency.ModeV5)
+	now := time.Unix(1000, 0)
+	for range 10 {
+		sendOK(p, now) // 10 sends: room for 2 retries
+	}
+	for i := range 100 {
+		if !sendRetriedOK(p, now) {
+			t.Fatalf("send %d: its retry was refused, want every answered retry given back", i)
+		}
+	}
+	// 110 sends deposited, the retries given back: the failing sends get
+	// a fifth of the window's sends, their own deposits included.
+	retries, refused := 0, 0
+	for range 20 {
+		a, r, _ := sendFailing(p, now)
+		retries += a - 1
+		if r {
+			refused++
+		}
+	}
+	if retries != 26 || refused != 8 {
+		t.Errorf("failing sends after refunds: %d retries, %d refused; want 26 and 8 (a fifth of the 130 sends)", retries, refused)
 	}
 }

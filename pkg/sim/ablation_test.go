@@ -29,6 +29,7 @@ func allOn(t *testing.T) Strategy {
 	l.IsolationBackoff, l.MaxIsolation, l.BackoffDecay = 2, time.Minute, 1000
 	l.ProbeFailures, l.CapHoldsBusy, l.LoadAware, l.ProbeEndsBackoff = true, true, true, true
 	l.BusyDecay, l.BusyIsolateAfter = time.Second, 8
+	l.ReleaseOnPushBack = true
 	p.MaxTimeoutPerRequest = time.Second
 	p.RetryBudget, p.RetryBudgetFloor = 0.5, 10
 	if err := l.Validate(); err != nil {
@@ -75,6 +76,7 @@ func TestAblationTable(t *testing.T) {
 		{"probe-failures", "probe failures", "latency.Config.ProbeFailures"},
 		{"probe-ends-backoff", "probe ends backoff", "latency.Config.ProbeEndsBackoff"},
 		{"busy-is-load", "busy is load", "latency.Config.BusyDecay"},
+		{"release-on-pushback", "release on push-back", "latency.Config.ReleaseOnPushBack"},
 		{"load-aware", "load-aware picks", "latency.Config.LoadAware"},
 		{"per-attempt-cap", "per-attempt cap", "producer.Config.MaxTimeoutPerRequest"},
 		{"retry-budget", "retry budget", "producer.Config.RetryBudget"},

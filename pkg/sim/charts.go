@@ -37,12 +37,13 @@ func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
 // strategyPalette holds the strategies' line colours: the palette's, then
 // eight more (after Paul Tol's muted scheme, colour-blind safe, none close
 // to the first eight), so a run with every ablation (five strategies and
-// eleven ablations) draws every line in a colour of its own.
+// twelve ablations) draws every line in a colour of its own.
 var strategyPalette = append(slices.Clone(palette), []color.RGBA{
 	{0x33, 0x22, 0x88, 0xff}, // indigo
 	{0x88, 0x22, 0x55, 0xff}, // wine
 	{0x99, 0x99, 0x33, 0xff}, // olive
 	{0x44, 0xAA, 0x99, 0xff}, // teal
+	{0x66, 0x33, 0x00, 0xff}, // brown
 	{0xCC, 0x66, 0x77, 0xff}, // rose
 	{0x11, 0x77, 0x33, 0xff}, // green
 	{0xAA, 0x44, 0x99, 0xff}, // purple

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 )
@@ -15,20 +14,18 @@ const scenarioDir = "../../testdata/scenarios"
 // testdata/scenarios with the v5 and mqfault strategies, and checks what the
 // mqfault preset must reach (issue 15):
 //
-//  1. on every scenario it fails no more sends than v5 and its p99 is no
-//     higher, with no tolerance on either: every attempt draws its latency
-//     from common random numbers (attemptRand), so where the two
-//     strategies make the same sends to equally healthy brokers their
-//     latencies are the same draws, and a difference is the policies' doing,
-//     not sampling noise (stricter than issue 15's 5% tolerance);
-//  2. on at least half of them it is at least 20% better than v5 on failed
-//     sends (v5 failing some) or on p99. (The issue asks for most; POLICIES.md
-//     says which are not won and why, and why testdata/limits is not in
-//     the set.)
+//  1. on every scenario it fails no more sends than v5, with 5% and 5 sends
+//     of tolerance, and its p99 is no more than 5% higher;
+//  2. on most of them (more than half) it is at least 20% better than v5 on
+//     failed sends (v5 failing some) or on p99.
 //
-// The runs are deterministic (one seed each), so a failure is never a
-// flake. They take a few seconds; under the race detector, which makes
-// simulation about ten times slower, the test is skipped.
+// Every attempt draws its latency from common random numbers (attemptRand),
+// so a difference between the two is the policies' doing, not sampling
+// noise. The runs are deterministic (one seed each, the file's), so a
+// failure is never a flake; POLICIES.md has seeds 1-4 and the scenarios
+// where the preset does not win at every seed. They take a few seconds;
+// under the race detector, which makes simulation about ten times slower,
+// the test is skipped.
 func TestMqfaultMustReach(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the full scenarios are slow under the race detector; TestGolden covers the mqfault strategy's code")
@@ -37,8 +34,8 @@ func TestMqfaultMustReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 8 {
-		t.Fatalf("found %d scenarios under %s, want at least 8", len(files), scenarioDir)
+	if len(files) < 10 {
+		t.Fatalf("found %d scenarios under %s, want at least 10", len(files), scenarioDir)
 	}
 	scenarios := []*Scenario{DefaultScenario()}
 	for _, f := range files {
@@ -59,11 +56,11 @@ func TestMqfaultMustReach(t *testing.T) {
 			v5, mq := rep.Results[0], rep.Results[1]
 			t.Logf("v5: %d sends, %d failed, p99 %v; mqfault: %d sends, %d failed, p99 %v",
 				v5.Sends, v5.Failed, v5.Latency.P99, mq.Sends, mq.Failed, mq.Latency.P99)
-			if mq.Failed > v5.Failed {
-				t.Errorf("mqfault failed %d sends, v5 %d: want no more", mq.Failed, v5.Failed)
+			if float64(mq.Failed) > 1.05*float64(v5.Failed)+5 {
+				t.Errorf("mqfault failed %d sends, v5 %d: want at most 5%% and 5 sends more", mq.Failed, v5.Failed)
 			}
-			if mq.Latency.P99 > v5.Latency.P99 {
-				t.Errorf("mqfault p99 = %v, v5 %v: want no worse", mq.Latency.P99, v5.Latency.P99)
+			if float64(mq.Latency.P99) > 1.05*float64(v5.Latency.P99) {
+				t.Errorf("mqfault p99 = %v, v5 %v: want at most 5%% higher", mq.Latency.P99, v5.Latency.P99)
 			}
 			fewerFailed := v5.Failed > 0 && 5*mq.Failed <= 4*v5.Failed
 			lowerP99 := 5*mq.Latency.P99 <= 4*v5.Latency.P99
@@ -72,8 +69,8 @@ func TestMqfaultMustReach(t *testing.T) {
 			}
 		})
 	}
-	if 2*better < len(scenarios) {
-		t.Errorf("mqfault is at least 20%% better than v5 on %d of %d scenarios, want at least half", better, len(scenarios))
+	if 2*better <= len(scenarios) {
+		t.Errorf("mqfault is at least 20%% better than v5 on %d of %d scenarios, want most", better, len(scenarios))
 	}
 }
 
@@ -93,12 +90,8 @@ func TestMqfaultStrategy(t *testing.T) {
 	}
 }
 
-// limitDir holds the scenarios kept out of the must-reach set, where the
-// preset is not better than v5 at every seed (pkg/latency/POLICIES.md).
-const limitDir = "../../testdata/limits"
-
 // TestCapacityScenarios keeps POLICIES.md's account of the short-capacity
-// scenarios (two under testdata/limits, one in the must-reach set) true:
+// scenarios of the must-reach set true:
 // each check is the mechanism it describes, shown by an ablation (the
 // preset with one policy off).
 func TestCapacityScenarios(t *testing.T) {
@@ -110,7 +103,7 @@ func TestCapacityScenarios(t *testing.T) {
 		file  string
 		check func(t *testing.T, v5, v5d, mq, noHold, noBudget Result)
 	}{
-		{"../limits/short-capacity.yaml", func(t *testing.T, v5, v5d, mq, _, noBudget Result) {
+		{"short-capacity.yaml", func(t *testing.T, v5, v5d, mq, _, noBudget Result) {
 			// Without its detector a refused connection leaves the down
 			// broker reachable, so v5's reachable stage spends the sends
 			// the cluster cannot hold on 1 ms refusals.
@@ -118,11 +111,13 @@ func TestCapacityScenarios(t *testing.T) {
 				t.Errorf("failed attempts on the down broker: v5 %d, v5+detector %d; want v5 at least 5 times as many",
 					v5.Brokers[down].Failures, v5d.Brokers[down].Failures)
 			}
-			// The budget's cost: a retry refused here would often have
-			// found room on another broker.
-			if mq.RetriesRefused == 0 || noBudget.Failed > mq.Failed {
-				t.Errorf("mqfault: %d retries refused, %d failed; without the budget %d failed: want refusals and their cost",
-					mq.RetriesRefused, mq.Failed, noBudget.Failed)
+			// Most retries of a busy answer find room on another broker,
+			// and a retry that found an answer is given back to the
+			// budget: it costs nothing here (at 0.2 without the refund it
+			// failed half as many sends again).
+			if 100*mq.RetriesRefused > mq.Retries || float64(mq.Failed) > 1.01*float64(noBudget.Failed) {
+				t.Errorf("mqfault: %d of %d retries refused, %d failed; without the budget %d failed: want (almost) no refusal and no cost",
+					mq.RetriesRefused, mq.Retries, mq.Failed, noBudget.Failed)
 			}
 		}},
 		{"short-capacity-blackhole.yaml", func(t *testing.T, v5, _, mq, noHold, _ Result) {
@@ -137,7 +132,7 @@ func TestCapacityScenarios(t *testing.T) {
 					mq.Failed, noHold.Failed, v5.Failed)
 			}
 		}},
-		{"../limits/short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noHold, noBudget Result) {
+		{"short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noHold, noBudget Result) {
 			// One broker short under an open load with send queues: without
 			// the hold, the cap keeps busy brokers in service and every
 			// busy answer is retried into a full queue (a retry storm:
@@ -182,20 +177,4 @@ func TestCapacityScenarios(t *testing.T) {
 			tt.check(t, r[0], r[1], r[2], r[3], r[4])
 		})
 	}
-	limits, err := filepath.Glob(filepath.Join(limitDir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range limits {
-		name := "../limits/" + filepath.Base(f)
-		if !slices.ContainsFunc(tests, func(tt capacityCase) bool { return tt.file == name }) {
-			t.Errorf("%s has no checks here: give every limit scenario its account", f)
-		}
-	}
-}
-
-// capacityCase is one scenario of TestCapacityScenarios.
-type capacityCase = struct {
-	file  string
-	check func(t *testing.T, v5, v5d, mq, noHold, noBudget Result)
 }

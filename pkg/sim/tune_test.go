@@ -57,7 +57,7 @@ var tuneVariants = map[string]func(*Strategy){
 
 // TestTune is a tuning aid, skipped unless MQFAULT_TUNE names variants
 // (comma-separated keys of tuneVariants). It runs v5 and each variant on the
-// default scenario, testdata/scenarios, testdata/limits and the files of
+// default scenario, testdata/scenarios and the files of
 // MQFAULT_TUNE_DIR, at the seeds of MQFAULT_TUNE_SEEDS (default 1-4), and
 // logs failed sends and p99 with issue 15's verdicts.
 func TestTune(t *testing.T) {
@@ -66,7 +66,7 @@ func TestTune(t *testing.T) {
 		t.Skip("MQFAULT_TUNE not set")
 	}
 	var files []string
-	for _, d := range []string{scenarioDir, limitDir, os.Getenv("MQFAULT_TUNE_DIR")} {
+	for _, d := range []string{scenarioDir, os.Getenv("MQFAULT_TUNE_DIR")} {
 		if d == "" {
 			continue
 		}
