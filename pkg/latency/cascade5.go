@@ -29,7 +29,7 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	p := c.next()
 	if e := &b.entries[p]; !e.s.isolated.Load() || v.releases(e.broker) {
 		if s.policies.loadAware {
-			return c5.twoChoices(info, b, v, p)
+			return c5.twoChoices(info, b, v, p, c.v)
 		}
 		return s.picked(info, p, StageAvailable)
 	}
@@ -89,6 +89,11 @@ func (c5 cascade5) cascade(info *route.PublishInfo, b *binding, v *capView, last
 			p, st := c5.seek(info, b, f, v, last, &c)
 			if f.valid(e) {
 				c.done()
+				if st == StageAvailable && last >= 0 {
+					// A retry's partner is a broker nothing isolates when the
+					// cap is on (its retry pass), as seek's first pass.
+					p = c5.choose(b, v, p, last, c.v, v != nil)
+				}
 				return s.picked(info, p, st)
 			}
 			c = walk
@@ -149,7 +154,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 			p := c.next()
 			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
 				c.done()
-				return s.picked(info, p, StageAvailable)
+				return s.picked(info, c5.choose(b, v, p, last, c.v, true), StageAvailable)
 			}
 		}
 		start = 0
@@ -158,6 +163,9 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 		p := c.next()
 		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && s.admit(info, p) {
 			c.done()
+			if last >= 0 {
+				p = c5.choose(b, v, p, last, c.v, v != nil)
+			}
 			return s.picked(info, p, StageAvailable)
 		}
 	}

@@ -40,6 +40,7 @@ const (
 	loadDecay  = time.Second
 	defaultRTT = time.Millisecond
 	busyCost   = 200 * time.Millisecond
+	busyHold   = time.Second // the most push-back a broker's busy answers add up to
 	failCost   = time.Second // a failed attempt counts as a wait of at least this
 )
 
@@ -60,16 +61,36 @@ type brokerLoad struct {
 	inflight atomic.Int64 // attempts picked and not yet ended or released
 	peak     atomic.Int64 // PeakEWMA of answered latency, nanoseconds; 0 never answered
 	stamp    atomic.Int64 // table time of peak's last update, Unix nanoseconds
+	// busyUntil is when the broker's push-back is worked off (table time,
+	// Unix nanoseconds): each busy answer adds busyCost, never reaching
+	// more than busyHold past the answer (Linkerd's penalty, as a
+	// deadline so that a pick reads it without a clock).
+	busyUntil atomic.Int64
 }
 
-// score is the broker's load score; busy is its slot's penalty as last
-// stored (no clock read: the fade since is ignored).
-func (l *brokerLoad) score(busy *penalty) float64 {
+// score is the broker's load score at table time now (the table's last
+// seen time, not a clock read): the PeakEWMA decayed by the time since its
+// last update, times the attempts in flight plus one, plus what is left of
+// the broker's push-back. The decay is read here, as Finagle's PeakEWMA
+// does, so a broker that was slow and then got no traffic does not keep
+// its score for ever (it would never be picked to show it recovered).
+// TuneLoad is a temporary tuning switch board (removed before commit).
+var TuneLoad struct {
+	FixedPartner, NoReadDecay, BusyInPeak bool
+	BusyCost, BusyHold                    time.Duration
+}
+
+func (l *brokerLoad) score(now int64) float64 {
 	rtt := float64(l.peak.Load())
 	if rtt <= 0 {
 		rtt = float64(defaultRTT)
+	} else if el := now - l.stamp.Load(); el > 0 && !TuneLoad.NoReadDecay {
+		// 1/(1+x) for exp(-x): one division on the pick path, and the
+		// same first-order fade.
+		rtt /= 1 + float64(el)/float64(loadDecay)
+		rtt = max(rtt, float64(defaultRTT))
 	}
-	return rtt*float64(l.inflight.Load()+1) + math.Float64frombits(busy.last.Load())*float64(busyCost)
+	return rtt*float64(l.inflight.Load()+1) + float64(max(l.busyUntil.Load()-now, 0))
 }
 
 // uncount takes one attempt off the in-flight count, never below 0: a pick
@@ -91,10 +112,23 @@ func (l *brokerLoad) end(now int64, o Outcome) {
 	case ClassClient, ClassCancelled, ClassTransportNotSent, ClassThrottled:
 		return // no request met the broker: its latency says nothing
 	case ClassBusy:
-		// A fast refusal must not look fast (Linkerd's PenaltyPeakEwma): a
-		// busy answer counts as a wait of at least busyCost.
-		l.observe(now, max(o.Latency, busyCost))
-		return
+		if TuneLoad.BusyInPeak {
+			l.observe(now, max(o.Latency, busyCost))
+			return
+		}
+		// A fast refusal must not look fast (Linkerd's PenaltyPeakEwma):
+		// a busy answer is push-back, worked off at the clock's pace.
+		for {
+			u := l.busyUntil.Load()
+			bc, bh := busyCost, busyHold
+			if TuneLoad.BusyCost > 0 {
+				bc, bh = TuneLoad.BusyCost, TuneLoad.BusyHold
+			}
+			n := min(max(u, now)+int64(bc), now+int64(bh))
+			if n <= u || l.busyUntil.CompareAndSwap(u, n) {
+				return
+			}
+		}
 	case ClassAnswered:
 		l.observe(now, max(o.Latency, 0))
 		return
@@ -124,21 +158,47 @@ func (l *brokerLoad) observe(now int64, lat time.Duration) {
 }
 
 // twoChoices is the v5 fast path's first stage under load-aware picks: p is
-// the round-robin probe, on an available broker.
-func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p int) (Pick, bool) {
-	s := c5.s
-	e := &b.entries[p]
-	if n := len(b.entries); n > 1 {
-		q := p + n/2
-		if q >= n {
-			q -= n
-		}
-		if e2 := &b.entries[q]; e2.broker != e.broker && (!e2.s.isolated.Load() || v.releases(e2.broker)) &&
-			e2.s.load.score(&e2.s.busy) < e.s.load.score(&e.s.busy) {
-			p, e = q, e2
-		}
+// the round-robin probe, on an available broker, and idx the index value it
+// stands on.
+func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p int, idx int32) (Pick, bool) {
+	return c5.s.picked(info, c5.choose(b, v, p, -1, idx, false), StageAvailable)
+}
+
+// choose is the power of two choices among available queues: p is the
+// cascade's available pick (first attempt or retry; last is the broker a
+// retry avoids, -1 for none), idx the index value its probe stood on. The
+// second candidate is another queue of the route chosen by idx (a
+// multiplicative hash, reduced to the route without a division), so it
+// varies from pick to pick while staying deterministic under the route's
+// index: with a fixed partner (the queue half the route further on, as
+// first built) a broker is only ever weighed against one other. The
+// candidate must be on another broker than p's and last, and available
+// (with strict, the cap's retry pass: not isolated at all). The lower
+// score wins; a tie keeps p.
+func (c5 cascade5) choose(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
+	n := len(b.entries)
+	if n < 2 || !c5.s.policies.loadAware || len(c5.s.filters) != 0 {
+		return p
 	}
-	return s.picked(info, p, StageAvailable)
+	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)
+	if TuneLoad.FixedPartner {
+		q = p + n/2
+	}
+	if q >= n {
+		q -= n
+	}
+	e, e2 := &b.entries[p], &b.entries[q]
+	if e2.broker == e.broker || e2.broker == last {
+		return p
+	}
+	if iso := e2.s.isolated.Load(); iso && (strict || !v.releases(e2.broker)) {
+		return p
+	}
+	now := c5.s.table.seen.Load()
+	if e2.s.load.score(now) < e.s.load.score(now) {
+		return q
+	}
+	return p
 }
 
 // countLoad counts a pick of queue p of info in flight under load-aware

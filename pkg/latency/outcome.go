@@ -154,7 +154,9 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	}
 	if s.policies.loadAware && !o.Pending {
 		if sl := s.table.lookup(p.Queue.BrokerName); sl != nil {
-			sl.load.end(s.table.now(), o)
+			now := s.table.now()
+			s.table.see(now)
+			sl.load.end(now, o)
 		}
 	}
 	for _, h := range s.policies.outcomes {

@@ -71,6 +71,7 @@ type FaultTable struct {
 	nextID int32                            // the next slot's id; guarded by mu
 	slots  atomic.Pointer[map[string]*slot] // copy on write
 	gen    atomic.Uint64                    // bumped whenever a slot leaves the map
+	seen   atomic.Int64                     // the latest table time an outcome was reported at (see)
 	// epoch is bumped whenever an isolation starts, is extended or ends, and
 	// when an isolated broker's reachability or failure mark changes: the
 	// isolation cap recomputes a route's view when it sees a new epoch
@@ -212,6 +213,15 @@ func (t *FaultTable) slotsFor(names []string) []*slot {
 }
 
 func (t *FaultTable) now() int64 { return t.clock.Now().UnixNano() }
+
+// see records now as the latest table time seen, for readers on the pick
+// path that must not read the clock (load-aware scores). Concurrent calls
+// may store a slightly older time; it only moves forward otherwise.
+func (t *FaultTable) see(now int64) {
+	if now > t.seen.Load() {
+		t.seen.Store(now)
+	}
+}
 
 // addNanos is a + d, saturated at the int64 range, so that an isolation too
 // long for it (math.MaxInt64 meaning "for ever") does not wrap around into

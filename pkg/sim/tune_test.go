@@ -10,49 +10,38 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
 )
 
 // tuneVariants are the preset variants TestTune compares with v5.
 var tuneVariants = map[string]func(*Strategy){
 	"preset": func(*Strategy) {},
-	"la2":    func(s *Strategy) { s.Latency.LoadAware = true; s.Producer.RetryBudget = 0.2 },
-	"la5":    func(s *Strategy) { s.Latency.LoadAware = true; s.Producer.RetryBudget = 0.5 },
-	"la":     func(s *Strategy) { s.Latency.LoadAware = true },
-	"bl":     func(s *Strategy) { s.Latency.BusyDecay = time.Second },
-	"blla":   func(s *Strategy) { s.Latency.BusyDecay = time.Second; s.Latency.LoadAware = true },
-	"bllanb": func(s *Strategy) {
-		s.Latency.BusyDecay = time.Second
-		s.Latency.LoadAware = true
-		s.Producer.RetryBudget = 0
+	"bc20": func(s *Strategy) {
+		latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = 20*time.Millisecond, 200*time.Millisecond
 	},
-	"blla2": func(s *Strategy) {
-		s.Latency.BusyDecay = time.Second
-		s.Latency.LoadAware = true
-		s.Producer.RetryBudget = 0.2
+	"bc5": func(s *Strategy) {
+		latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = 5*time.Millisecond, 100*time.Millisecond
 	},
-	"nb":   func(s *Strategy) { s.Producer.RetryBudget = 0 },
-	"la1":  func(s *Strategy) { s.Latency.LoadAware = true; s.Producer.RetryBudget = 1 },
-	"lanb": func(s *Strategy) { s.Latency.LoadAware = true; s.Producer.RetryBudget = 0 },
-	"b1":   func(s *Strategy) { s.Producer.RetryBudget = 1 },
-	"pbla1": func(s *Strategy) {
+	"bc1s":   func(s *Strategy) { latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = time.Second, 3*time.Second },
+	"nola":   func(s *Strategy) { s.Latency.LoadAware = false },
+	"fixed":  func(s *Strategy) { latency.TuneLoad.FixedPartner = true },
+	"nodec":  func(s *Strategy) { latency.TuneLoad.NoReadDecay = true },
+	"pbonly": func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.MaxIsolatedFraction = 0.99 },
+	"pbonlyf": func(s *Strategy) {
 		s.Latency.ReleaseOnPushBack = true
-		s.Latency.LoadAware = true
-		s.Producer.RetryBudget = 1
+		s.Latency.MaxIsolatedFraction = 0.99
+		latency.TuneLoad.FixedPartner = true
 	},
-	"pb":   func(s *Strategy) { s.Latency.ReleaseOnPushBack = true },
-	"pbla": func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.LoadAware = true },
-	"pbbl": func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.BusyDecay = time.Second },
-	"pbblla": func(s *Strategy) {
-		s.Latency.ReleaseOnPushBack = true
-		s.Latency.BusyDecay = time.Second
-		s.Latency.LoadAware = true
-	},
-	"pbblla75": func(s *Strategy) {
-		s.Latency.ReleaseOnPushBack = true
-		s.Latency.BusyDecay = time.Second
-		s.Latency.LoadAware = true
-		s.Latency.MaxIsolatedFraction = 0.75
-	},
+	"b10":     func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
+	"b15":     func(s *Strategy) { s.Producer.RetryBudget = 0.15 },
+	"nocap10": func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0; s.Producer.RetryBudget = 0.1 },
+	"nocap":   func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0 },
+	"bpeak":   func(s *Strategy) { latency.TuneLoad.BusyInPeak = true },
+	"bl":      func(s *Strategy) { s.Latency.BusyDecay = time.Second },
+	"pb":      func(s *Strategy) { s.Latency.ReleaseOnPushBack = true },
+	"pbbl":    func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.BusyDecay = time.Second },
+	"bl20":    func(s *Strategy) { s.Latency.BusyDecay = time.Second; s.Latency.BusyIsolateAfter = 20 },
 }
 
 // TestTune is a tuning aid, skipped unless MQFAULT_TUNE names variants
