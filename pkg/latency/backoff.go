@@ -101,6 +101,7 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 			level++
 		}
 		s.strikes.Store(level * b.decay)
+		s.rec.failureStarted(now) // recovery.go: a trial, if one ran, failed or passed
 	}
 	d, _ := b.grow(base, level)
 	return d
@@ -111,7 +112,13 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 func (b *backoff) answered(s *slot) {
 	for {
 		n := s.strikes.Load()
-		if n <= 0 || s.strikes.CompareAndSwap(n, n-1) {
+		if n <= 0 {
+			return
+		}
+		if s.strikes.CompareAndSwap(n, n-1) {
+			if n == 1 {
+				s.rec.forgiven() // recovery.go: a hold is over
+			}
 			return
 		}
 	}

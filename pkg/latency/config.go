@@ -152,6 +152,17 @@ type Config struct {
 	// a send that it answers within PushBackLatency to stop pushing back;
 	// 0 means DefaultPushBackHold (1 s).
 	PushBackHold time.Duration
+	// RecoveredAfter turns on the sustained recovery rule (recovery.go), the
+	// ProbeEndsBackoff rule with guards: a failure isolation the backoff
+	// lengthened is cut as ProbeEndsBackoff cuts it only once the detector's
+	// probes have answered, every one, for RecoveredAfter since the failure
+	// that began it; never when that failure was a busy answer; and once per
+	// recovery: the cut is a trial that the broker's next send decides, and
+	// when it fails (an isolation one level longer), no isolation is cut
+	// again until the broker answers a send. It takes effect with the
+	// backoff and the detector on. 0 turns it off; otherwise positive, and
+	// ProbeEndsBackoff must then be off.
+	RecoveredAfter time.Duration
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -206,6 +217,7 @@ func DefaultConfig() Config {
 	c.ProbeFailures = true
 	c.CapHoldsBusy = true
 	c.LoadAware = true
+	c.RecoveredAfter = 3 * time.Second
 	return c
 }
 
