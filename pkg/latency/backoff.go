@@ -101,7 +101,7 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 			level++
 		}
 		s.strikes.Store(level * b.decay)
-		s.rec.failureStarted(now) // recovery.go: a trial, if one ran, failed or passed
+		s.rec.failureStarted() // recovery.go: a trial, if one ran, failed
 	}
 	d, _ := b.grow(base, level)
 	return d
@@ -110,6 +110,9 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 // answered takes one unit off s's strikes (an answered send that isolates
 // nothing); it allocates nothing and takes no lock.
 func (b *backoff) answered(s *slot) {
+	if s.rec.onTrial() { // recovery.go: a trial's answers forgive nothing
+		return
+	}
 	for {
 		n := s.strikes.Load()
 		if n <= 0 {

@@ -156,12 +156,15 @@ type Config struct {
 	// ProbeEndsBackoff rule with guards: a failure isolation the backoff
 	// lengthened is cut as ProbeEndsBackoff cuts it only once the detector's
 	// probes have answered, every one, for RecoveredAfter since the failure
-	// that began it; never when that failure was a busy answer; and once per
-	// recovery: the cut is a trial that the broker's next send decides, and
-	// when it fails (an isolation one level longer), no isolation is cut
-	// again until the broker answers a send. It takes effect with the
-	// backoff and the detector on. 0 turns it off; otherwise positive, and
-	// ProbeEndsBackoff must then be off.
+	// that began it; never when the broker answered busy or slowly (an
+	// answer the duration table isolates for) within one failure isolation
+	// before; and once per recovery: the cut is a trial lasting until the
+	// isolation would have ended, whose answers forgive no backoff level
+	// (a failure in it isolates one level longer), and after it no
+	// isolation of the broker is cut again until answered sends forgive
+	// every level. It takes effect with the backoff and the detector on. 0
+	// turns it off; otherwise positive, and ProbeEndsBackoff must then be
+	// off. The mqfault preset has 3 s: two probes a detector period apart.
 	RecoveredAfter time.Duration
 }
 
@@ -202,7 +205,11 @@ func Reference4() Config {
 //     forgive one step;
 //   - ProbeFailures: a broker whose probe fails is unreachable;
 //   - CapHoldsBusy: the cap never keeps in service a broker isolated for
-//     answering busy.
+//     answering busy;
+//   - RecoveredAfter 3 s: a broker whose probes have answered for 3 s since
+//     it failed comes back when the duration table's 10 s are over, not
+//     the backoff's 20 s or more, unless it was busy or slow just before,
+//     once per recovery.
 //
 // pkg/latency/POLICIES.md justifies each value with the simulator's results.
 func DefaultConfig() Config {

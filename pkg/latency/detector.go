@@ -70,10 +70,10 @@ type DetectorConfig struct {
 	Observer         Observer     // hears of every probe; nil means none
 	Logger           *slog.Logger // nil means slog.Default()
 	// RecoveredAfter, when positive, makes probes that have answered that
-	// long since a lengthened failure isolation began cut it, with the
-	// sustained recovery rule's guards (Config.RecoveredAfter). The rule's
-	// guard against loaded brokers needs the strategy's outcome hook, so a
-	// Detector over a table of your own applies the other two only.
+	// long since a lengthened failure isolation began cut it, once per
+	// recovery (Config.RecoveredAfter). The rule's guard against busy or
+	// slow brokers needs a Strategy's outcome hook: a Detector over a table
+	// of your own applies the others only.
 	RecoveredAfter time.Duration
 }
 
@@ -240,7 +240,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if d.failures && sl.present.Load() && sl.setReachable(false) {
 			ev.BecameUnreachable = true
 		}
-		sl.probeFailed()
+		if d.recoveredAfter > 0 {
+			sl.probeFailed(d.clock.Now().UnixNano())
+		}
 	}
 	if d.obs != nil {
 		d.obs.OnProbe(ev)

@@ -67,13 +67,18 @@ func (s *slot) endBackoffEarly() {
 //     overloaded or degraded rather than down, and answering a probe says
 //     nothing about its load: it is not cut;
 //   - one trial per recovery: the cut is a half-open breaker's trial, which
-//     lasts until the isolation would have ended uncut. A failure isolation
-//     that starts during it (the broker's next sends failed) is one backoff
-//     level longer, as always, and fails the trial: no isolation of the
-//     broker is cut again until answered sends forgive every backoff level
-//     (Config.BackoffDecay each). So a broker that accepts probes but fails
-//     sends (a wedged or frozen one) costs one early trial per outage, where
-//     the rule above costs one per isolation.
+//     lasts until the isolation would have ended uncut. Answered sends
+//     during it forgive nothing (they prove the broker is back; they would
+//     not have been made without the cut), and a failure isolation that
+//     starts during it (the broker's next sends failed) is one backoff level
+//     longer, as always. After a trial, passed or failed, no isolation of
+//     the broker is cut again until answered sends forgive every backoff
+//     level (Config.BackoffDecay each). So the rule changes when a broker
+//     comes back, not what the backoff remembers of it: a broker that
+//     accepts probes but fails sends (a wedged or frozen one) costs one
+//     early trial per outage, where the rule above costs one per
+//     isolation, and a broker that fails again soon after it came back is
+//     held as long as without the rule.
 //
 // The rule acts in the detector's rounds (after a probe) and on the
 // outcomes reported through picks (Done); nothing on the pick path changes.
@@ -82,7 +87,7 @@ func (s *slot) endBackoffEarly() {
 const (
 	recoveryIdle  int32 = iota // no trial: a lengthened isolation may be cut
 	recoveryTrial              // the probe cut the isolation: the broker is on trial until trialUntil
-	recoveryHeld               // a trial failed: no cut until successes forgive every backoff level
+	recoveryHeld               // after a trial: no cut until successes forgive every backoff level
 )
 
 // recoveryState is one broker's state under the sustained recovery rule.
@@ -94,8 +99,8 @@ type recoveryState struct {
 	// began is when the running lengthened failure isolation began (the
 	// failure that set baseUntil). Written under the slot's mu.
 	began atomic.Int64
-	// trialUntil is when the isolation a trial cut would have ended: a
-	// failure isolation that starts before then fails the trial. Written
+	// trialUntil is when the isolation a trial cut would have ended: the
+	// trial lasts until then (or until a failure isolation starts). Written
 	// under the slot's mu.
 	trialUntil atomic.Int64
 	// loadedAt is when the broker last answered busy or slowly (Unix
@@ -114,23 +119,29 @@ func (r *recoveryState) reset() {
 	r.phase.Store(recoveryIdle)
 }
 
-// failureStarted is told that a failure at now began a new failure
-// isolation of the broker (backoff.go, under the slot's mu). During a trial
-// (before the cut isolation would have ended) the trial failed: the broker
-// is held. After it, the trial passed, and this is a new outage.
-func (r *recoveryState) failureStarted(now int64) {
-	if r.phase.Load() != recoveryTrial {
-		return
-	}
-	if now < r.trialUntil.Load() {
+// failureStarted is told that a failure began a new failure isolation of
+// the broker (backoff.go, under the slot's mu): a running trial failed.
+func (r *recoveryState) failureStarted() {
+	if r.phase.Load() == recoveryTrial {
 		r.phase.Store(recoveryHeld)
-	} else {
-		r.phase.Store(recoveryIdle)
 	}
 }
 
+// settle ends a trial whose time is over at now (the broker passed it).
+// Called on every probe of the broker, so a trial ends within one detector
+// period of trialUntil.
+func (r *recoveryState) settle(now int64) {
+	if r.phase.Load() == recoveryTrial && now >= r.trialUntil.Load() {
+		r.phase.CompareAndSwap(recoveryTrial, recoveryHeld)
+	}
+}
+
+// onTrial reports whether the broker is on trial: answered sends forgive
+// nothing then. One atomic load.
+func (r *recoveryState) onTrial() bool { return r.phase.Load() == recoveryTrial }
+
 // forgiven is told that answered sends forgave every backoff level of the
-// broker (backoff.go): a hold is over. It takes no lock and allocates
+// broker (backoff.go): the hold after a trial is over. It takes no lock and allocates
 // nothing.
 func (r *recoveryState) forgiven() {
 	if r.phase.Load() == recoveryHeld {
@@ -140,7 +151,10 @@ func (r *recoveryState) forgiven() {
 
 // probeFailed is told that a probe of the broker failed or timed out: the
 // run of answered probes starts again.
-func (s *slot) probeFailed() { s.rec.since.Store(0) }
+func (s *slot) probeFailed(now int64) {
+	s.rec.since.Store(0)
+	s.rec.settle(now)
+}
 
 // probeAnswered is told that a probe of the broker answered at now: under
 // the sustained recovery rule with hold RecoveredAfter, it cuts the running
@@ -149,6 +163,7 @@ func (s *slot) probeFailed() { s.rec.since.Store(0) }
 // loaded or is held (see the rule above); the cut starts a trial. Called by
 // the detector; it takes s's lock (off the pick path).
 func (s *slot) probeAnswered(now int64, hold time.Duration) {
+	s.rec.settle(now)
 	since := s.rec.since.Load()
 	if since == 0 {
 		s.rec.since.Store(now)

@@ -280,17 +280,35 @@ func TestRecoveredAfter(t *testing.T) {
 				h.probe(54*s, true)
 				h.isolatedUntil(110 * s)
 			}},
-		{name: "a trial that outlasts the cut isolation passes",
+		{name: "answers during a trial forgive nothing",
+			change: func(c *latency.Config) { c.BackoffDecay = 1 },
 			run: func(h *recoveryHarness) {
 				h.probe(1*s, true)
 				h.probe(4*s, true)
 				h.isolatedUntil(10 * s)
 				h.answer(3 * time.Millisecond)
-				h.at(25 * s) // past the 20 s the cut isolation would have run
-				h.fail()     // a new outage: 40 s, and it may be cut again
+				h.answer(3 * time.Millisecond)
+				if got := h.s.BackoffLevel("b"); got != 2 {
+					h.t.Fatalf("BackoffLevel = %d after answers on trial, want 2", got)
+				}
+				h.probe(21*s, true) // past the 20 s the cut isolation would have run: the trial is over
+				h.answer(3 * time.Millisecond)
+				if got := h.s.BackoffLevel("b"); got != 1 {
+					h.t.Fatalf("BackoffLevel = %d after an answer past the trial, want 1", got)
+				}
+			}},
+		{name: "after a passed trial a new outage is held",
+			run: func(h *recoveryHarness) {
+				h.probe(1*s, true)
+				h.probe(4*s, true)
+				h.isolatedUntil(10 * s)
+				h.answer(3 * time.Millisecond)
+				h.probe(21*s, true) // the trial passed
+				h.at(25 * s)
+				h.fail() // a new outage before the backoff forgave b: 40 s, not cut
 				h.probe(26*s, true)
 				h.probe(29*s, true)
-				h.isolatedUntil(35 * s)
+				h.isolatedUntil(65 * s)
 			}},
 		{name: "a hold ends when successes forgive every level",
 			change: func(c *latency.Config) { c.BackoffDecay = 1 },

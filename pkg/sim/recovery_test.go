@@ -110,8 +110,9 @@ func TestRecoveryMeasure(t *testing.T) {
 //     at a lower p99;
 //   - where probes answer for a broker that has not recovered (wedged:
 //     accepts probes, fails sends; flapping-blackhole; hot-broker-queue: a
-//     busy broker; the default scenario: a slow one), the rule's guards keep
-//     it from costing failed sends or p99.
+//     busy broker; the default scenario: a slow one; frozen-twice: a broker
+//     that freezes again soon after it came back), the rule's guards keep it
+//     from costing failed sends or p99.
 func TestRecoveredBrokerComesBack(t *testing.T) {
 	if raceEnabled {
 		t.Skip("full scenarios; the latency package's tests cover the rule's code under the race detector")
@@ -150,12 +151,10 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 			t.Errorf("the rule should make more sends, fail no more and lower the p99")
 		}
 	})
-	for _, f := range []string{"", "wedged.yaml", "flapping-blackhole.yaml", "hot-broker-queue.yaml"} {
-		name := strings.TrimSuffix(f, ".yaml")
-		path := ""
-		if f != "" {
-			path = filepath.Join(scenarioDir, f)
-		} else {
+	for _, path := range []string{"", filepath.Join(scenarioDir, "wedged.yaml"), filepath.Join(scenarioDir, "flapping-blackhole.yaml"),
+		filepath.Join(scenarioDir, "hot-broker-queue.yaml"), filepath.Join(recoveryDir, "frozen-twice.yaml")} {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		if path == "" {
 			name = "default"
 		}
 		t.Run(name, func(t *testing.T) {
