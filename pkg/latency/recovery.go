@@ -7,9 +7,12 @@ import (
 	"github.com/mqfault/mqfault/internal/configerr"
 )
 
-// This file holds the rule that brings a recovered broker back
-// (Config.ProbeEndsBackoff), a part of the backoff for repeat offenders
-// (backoff.go) that the detector applies.
+// This file holds the rules that bring a recovered broker back, a part of
+// the backoff for repeat offenders (backoff.go) that the detector applies:
+// the cut on any answered probe (Config.ProbeEndsBackoff, off in every
+// preset), and the same cut with guards (Config.RecoveredAfter, on in the
+// mqfault preset; POLICIES.md, "A recovered broker comes back", has the
+// measurements).
 //
 // The backoff lengthens a repeat offender's failure isolation (20 s, 40 s,
 // 60 s where the duration table gives 10 s), which is right while the broker
@@ -31,17 +34,26 @@ import (
 // s answered; it takes s's lock (off the pick path).
 func (s *slot) endBackoffEarly() {
 	s.mu.Lock()
-	base := s.baseUntil.Load()
-	if base == 0 || !s.isolated.Load() || s.until.Load() <= base {
-		s.mu.Unlock()
-		return
+	defer s.mu.Unlock()
+	if base, ok := s.lengthened(); ok {
+		s.cut(base, s.table.now())
 	}
-	now := s.table.now()
+}
+
+// lengthened returns the unlengthened end of s's running failure isolation
+// when the backoff lengthened it. Caller must hold s.mu.
+func (s *slot) lengthened() (base int64, ok bool) {
+	base = s.baseUntil.Load()
+	return base, base != 0 && s.isolated.Load() && s.until.Load() > base
+}
+
+// cut ends s's running isolation at base, or at now if that has passed.
+// Caller must hold s.mu.
+func (s *slot) cut(base, now int64) {
 	until := max(base, now)
 	s.until.Store(until)
 	s.baseUntil.Store(0)
 	s.arm(span(now, until))
-	s.mu.Unlock()
 	s.table.ver.Add(1)
 	s.table.bump()
 }
@@ -121,11 +133,7 @@ func (r *recoveryState) reset() {
 
 // failureStarted is told that a failure began a new failure isolation of
 // the broker (backoff.go, under the slot's mu): a running trial failed.
-func (r *recoveryState) failureStarted() {
-	if r.phase.Load() == recoveryTrial {
-		r.phase.Store(recoveryHeld)
-	}
-}
+func (r *recoveryState) failureStarted() { r.phase.CompareAndSwap(recoveryTrial, recoveryHeld) }
 
 // settle ends a trial whose time is over at now (the broker passed it).
 // Called on every probe of the broker, so a trial ends within one detector
@@ -141,13 +149,9 @@ func (r *recoveryState) settle(now int64) {
 func (r *recoveryState) onTrial() bool { return r.phase.Load() == recoveryTrial }
 
 // forgiven is told that answered sends forgave every backoff level of the
-// broker (backoff.go): the hold after a trial is over. It takes no lock and allocates
-// nothing.
-func (r *recoveryState) forgiven() {
-	if r.phase.Load() == recoveryHeld {
-		r.phase.Store(recoveryIdle)
-	}
-}
+// broker (backoff.go): the hold after a trial is over. It takes no lock and
+// allocates nothing.
+func (r *recoveryState) forgiven() { r.phase.CompareAndSwap(recoveryHeld, recoveryIdle) }
 
 // probeFailed is told that a probe of the broker failed or timed out: the
 // run of answered probes starts again.
@@ -171,8 +175,8 @@ func (s *slot) probeAnswered(now int64, hold time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	base := s.baseUntil.Load()
-	if base == 0 || !s.isolated.Load() || s.until.Load() <= base {
+	base, ok := s.lengthened()
+	if !ok {
 		return
 	}
 	began := s.rec.began.Load()
@@ -190,12 +194,7 @@ func (s *slot) probeAnswered(now int64, hold time.Duration) {
 	}
 	s.rec.phase.Store(recoveryTrial)
 	s.rec.trialUntil.Store(s.until.Load())
-	until := max(base, now)
-	s.until.Store(until)
-	s.baseUntil.Store(0)
-	s.arm(span(now, until))
-	s.table.ver.Add(1)
-	s.table.bump()
+	s.cut(base, now)
 }
 
 // recoveryConfig is the sustained recovery rule's section of Config.
