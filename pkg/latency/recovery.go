@@ -71,8 +71,10 @@ func (s *slot) cut(base, now int64) {
 //   - sustained: the probes must have answered, every one of them, for
 //     RecoveredAfter since the failure that began the isolation (a probe
 //     that fails or times out starts the count again; answers from before
-//     the failure do not count). A flapping broker whose up phase is
-//     shorter than that, as the detector samples it, is not cut;
+//     the failure do not count), and keep answering until the cut takes
+//     effect (a probe that fails before the duration table's end calls the
+//     cut off). A flapping broker whose up phase is shorter than that, as
+//     the detector samples it, is not cut;
 //   - not loaded: a broker that answered busy (ClassBusy) or slowly (an
 //     answer the duration table isolates for) within one failure isolation
 //     (the table's, 10 s in v5) before the isolation began, or since, is
@@ -153,11 +155,29 @@ func (r *recoveryState) onTrial() bool { return r.phase.Load() == recoveryTrial 
 // allocates nothing.
 func (r *recoveryState) forgiven() { r.phase.CompareAndSwap(recoveryHeld, recoveryIdle) }
 
-// probeFailed is told that a probe of the broker failed or timed out: the
-// run of answered probes starts again.
+// probeFailed is told that a probe of the broker failed or timed out at
+// now: the run of answered probes starts again, and a cut that has not yet
+// taken effect (the isolation, cut to the duration table's end, still runs)
+// is called off: the isolation gets back its lengthened end, as if it had
+// never been cut. It takes s's lock only then.
 func (s *slot) probeFailed(now int64) {
 	s.rec.since.Store(0)
 	s.rec.settle(now)
+	if s.rec.phase.Load() != recoveryTrial {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec.phase.Load() != recoveryTrial || !s.isolated.Load() || now >= s.until.Load() {
+		return
+	}
+	s.rec.phase.Store(recoveryIdle)
+	s.baseUntil.Store(s.until.Load())
+	until := s.rec.trialUntil.Load()
+	s.until.Store(until)
+	s.arm(span(now, until))
+	s.table.ver.Add(1)
+	s.table.bump()
 }
 
 // probeAnswered is told that a probe of the broker answered at now: under

@@ -228,6 +228,17 @@ func TestRecoveredAfter(t *testing.T) {
 				h.probe(12*s, true) // 5 s: cut, past the table's end
 				h.availableNow()
 			}},
+		{name: "a probe failing before the cut takes effect calls it off",
+			run: func(h *recoveryHarness) {
+				h.probe(1*s, true)
+				h.probe(4*s, true)  // cut to 10 s
+				h.probe(7*s, false) // the broker went again: back to 20 s
+				h.at(11 * s)
+				h.stillIsolated()
+				h.probe(12*s, true)
+				h.probe(15*s, true) // sustained again: ends at once
+				h.availableNow()
+			}},
 		{name: "answers from before the failure do not count",
 			during: func(h *recoveryHarness) {
 				h.probe(-7*s, true)
