@@ -134,8 +134,8 @@ type Config struct {
 	// passed), and the broker's next attempt decides: an answer keeps it in
 	// service, a failure isolates it again, one backoff level longer. It
 	// takes effect with the backoff and the detector on. Off in every
-	// preset: in the simulator it brings flapping and busy brokers back too
-	// soon (POLICIES.md).
+	// preset: in the simulator it brings flapping, busy and slow brokers back
+	// too soon (POLICIES.md); RecoveredAfter is the same cut with guards.
 	ProbeEndsBackoff bool
 	// ReleaseOnPushBack makes the isolation cap follow capacity
 	// (pushback.go): besides what MaxIsolatedFraction releases (then the

@@ -414,3 +414,35 @@ func TestRecoveredAfterPresets(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecoveredAfterDone measures what the sustained recovery rule's
+// outcome hook adds to Done on the mqfault preset (answered sends: a
+// duration-table lookup; busy answers: a clock read and a store), against
+// the preset with the rule off.
+func BenchmarkRecoveredAfterDone(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		cfg := latency.DefaultConfig()
+		if !on {
+			cfg.RecoveredAfter = 0
+		}
+		s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)),
+			latency.WithResolver(latency.StaticResolver{"b": "127.0.0.1:1"}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		pick := latency.Pick{Queue: &route.MessageQueue{Topic: "T", BrokerName: "b"}, Reporter: s}
+		name := "off"
+		if on {
+			name = "on"
+		}
+		answered := latency.Outcome{Class: latency.ClassAnswered, Latency: time.Millisecond}
+		pick.Done(answered)
+		b.Run(name+"/answered", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pick.Done(answered)
+			}
+		})
+		s.Close()
+	}
+}
