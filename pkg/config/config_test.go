@@ -143,7 +143,7 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Strategy.PushBackLatency }, 80 * time.Millisecond, []string{"-1s", "1"}},
 	{"pushback_hold", "2s", nil,
 		func(c Config) any { return c.Strategy.PushBackHold }, 2 * time.Second, []string{"-1s", "1"}},
-	{"probe_ends_backoff", "true", []string{"MQFAULT_RECOVERED_AFTER=0s"},
+	{"probe_ends_backoff", "true", nil,
 		func(c Config) any { return c.Strategy.ProbeEndsBackoff }, true, []string{"sometimes"}},
 	{"recovered_after", "6s", nil,
 		func(c Config) any { return c.Strategy.RecoveredAfter }, 6 * time.Second, []string{"-1s", "soon", "6"}},

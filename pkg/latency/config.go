@@ -163,8 +163,10 @@ type Config struct {
 	// (a failure in it isolates one level longer), and after it no
 	// isolation of the broker is cut again until answered sends forgive
 	// every level. It takes effect with the backoff and the detector on. 0
-	// turns it off; otherwise positive, and ProbeEndsBackoff must then be
-	// off. The mqfault preset has 3 s: two probes a detector period apart.
+	// turns it off; otherwise positive. With ProbeEndsBackoff on as well,
+	// that rule's cut comes first, on any answered probe, and this rule's
+	// guards no longer hold. The mqfault preset has 3 s: two probes a
+	// detector period apart.
 	RecoveredAfter time.Duration
 }
 

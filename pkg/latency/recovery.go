@@ -220,12 +220,9 @@ func (s *slot) probeAnswered(now int64, hold time.Duration) {
 // recoveryConfig is the sustained recovery rule's section of Config.
 type recoveryConfig struct {
 	After time.Duration // Config.RecoveredAfter; 0 turns it off
-	Naive bool          // Config.ProbeEndsBackoff, the rule without its guards
 }
 
-func recoverySection(c Config) recoveryConfig {
-	return recoveryConfig{After: c.RecoveredAfter, Naive: c.ProbeEndsBackoff}
-}
+func recoverySection(c Config) recoveryConfig { return recoveryConfig{After: c.RecoveredAfter} }
 
 // recoveredAfter is the hold the detector applies: RecoveredAfter when the
 // backoff is on (without it nothing is lengthened), else 0.
@@ -239,14 +236,8 @@ func recoveredAfter(c Config) time.Duration {
 // recoveryPolicy registers the sustained recovery rule (policy.go).
 var recoveryPolicy = policyKind{
 	validate: func(c Config, l *configerr.List) {
-		r := recoverySection(c)
-		switch {
-		case r.After < 0:
+		if r := recoverySection(c); r.After < 0 {
 			l.Add(invalid("RecoveredAfter", r.After, "must not be negative (0 turns the rule off)"))
-		case r.After > 0 && r.Naive:
-			l.Add(&ConfigError{Field: "RecoveredAfter", Value: r.After,
-				Reason:  "cannot be on with ProbeEndsBackoff (the same rule without its guards): turn one off",
-				Related: "ProbeEndsBackoff", Err: ErrInvalidConfig})
 		}
 	},
 	install: func(c Config, p *policies) {

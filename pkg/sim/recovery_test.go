@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// recoveryDir holds the scenarios of a broker that recovers where the
-// preset is not better than v5 on every measure (so they are not in the
-// must-reach set), kept for TestRecoveredBrokerComesBack and the
-// measurements of POLICIES.md's "A recovered broker comes back".
+// recoveryDir holds scenarios of the recovery rule kept out of the
+// must-reach set: a recovery where the preset is not better than v5 on
+// every measure, and the cases where probes answer for a broker that has
+// not recovered (the rule's guards), for TestRecoveredBrokerComesBack and
+// the measurements of POLICIES.md's "A recovered broker comes back".
 const recoveryDir = "testdata/recovery"
 
 // recoveryVariants are the contenders of the recovery measurements: v5, the
@@ -23,14 +24,19 @@ func recoveryVariants(t testing.TB) []Strategy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := s[1]
-	off.Name = "mqfault-recovered_after"
-	off.Latency.RecoveredAfter, off.Latency.ProbeEndsBackoff = 0, false
+	a, ok := findAblation("recovered-after")
+	if !ok {
+		t.Fatal("no recovered-after ablation")
+	}
+	off, err := a.Of(s[1])
+	if err != nil {
+		t.Fatal(err)
+	}
 	naive := off
-	naive.Name = "mqfault+probe_ends_backoff"
+	naive.Name, naive.Ablated = "mqfault-recovered-after+probe-ends-backoff", Ablated{}
 	naive.Latency.ProbeEndsBackoff = true
 	long := off
-	long.Name = "mqfault+recovered_after=6s"
+	long.Name, long.Ablated = "mqfault+recovered-after=6s", Ablated{}
 	long.Latency.RecoveredAfter = 6 * time.Second
 	return []Strategy{s[0], s[1], off, naive, long}
 }
@@ -53,7 +59,7 @@ func outAfterRecovery(r Result, broker string, at time.Duration) time.Duration {
 
 // TestRecoveryMeasure logs the table of POLICIES.md's "A recovered broker
 // comes back": v5, the preset and the preset with each recovery variant on
-// every scenario (the default one, testdata/scenarios, testdata/limits,
+// every scenario (the default one, testdata/scenarios,
 // pkg/sim/testdata/recovery, and the files of the directory
 // MQFAULT_RECOVERY_EXTRA names), seeds 1-4. It runs only with
 // MQFAULT_RECOVERY_MEASURE=1 (a minute of runs).
@@ -62,7 +68,7 @@ func TestRecoveryMeasure(t *testing.T) {
 		t.Skip("set MQFAULT_RECOVERY_MEASURE=1")
 	}
 	var files []string
-	for _, dir := range []string{scenarioDir, limitDir, recoveryDir} {
+	for _, dir := range []string{scenarioDir, recoveryDir} {
 		f, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		files = append(files, f...)
 	}
@@ -102,9 +108,13 @@ func TestRecoveryMeasure(t *testing.T) {
 // POLICIES.md, comparing the preset with the preset without the rule
 // (recovered_after 0):
 //
-//   - frozen-broker (REAL-BROKER.md's frozen JVM): the rule brings broker-b
-//     back within 3 s of its recovery, where without it the backoff's 20 s
-//     isolation keeps it out for more than 10 s;
+//   - frozen-broker (REAL-BROKER.md's frozen JVM), with the preset as it was
+//     measured on the real broker (load-aware picks off): the rule brings
+//     broker-b back within 3 s of its recovery, where without it the
+//     backoff's 20 s isolation keeps it out for more than 10 s (with
+//     load-aware picks on, the failed broker's score keeps it out of the
+//     picks after its first isolation, and there is no lengthened isolation
+//     to cut: POLICIES.md);
 //   - frozen-short-capacity (the same freeze where the two brokers left are
 //     short of capacity): coming back early makes more sends, none failed,
 //     at a lower p99;
@@ -133,6 +143,8 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 	}
 	t.Run("frozen-broker", func(t *testing.T) {
 		sc := load(t, filepath.Join(scenarioDir, "frozen-broker.yaml"))
+		on, off := on, off
+		on.Latency.LoadAware, off.Latency.LoadAware = false, false
 		rep := mustRun(t, sc, WithStrategies(on, off))
 		ev := sc.Events[0]
 		gotOn := outAfterRecovery(rep.Results[0], ev.Broker, ev.End())
@@ -146,7 +158,7 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 		}
 	})
 	t.Run("frozen-short-capacity", func(t *testing.T) {
-		rep := mustRun(t, load(t, filepath.Join(recoveryDir, "frozen-short-capacity.yaml")), WithStrategies(on, off))
+		rep := mustRun(t, load(t, filepath.Join(scenarioDir, "frozen-short-capacity.yaml")), WithStrategies(on, off))
 		a, b := rep.Results[0], rep.Results[1]
 		t.Logf("with the rule %d sends, %d failed, p99 %v; without %d, %d, %v", a.Sends, a.Failed, a.Latency.P99, b.Sends, b.Failed, b.Latency.P99)
 		if a.Sends <= b.Sends || a.Failed > b.Failed || a.Latency.P99 >= b.Latency.P99 {
