@@ -145,6 +145,8 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Strategy.PushBackHold }, 2 * time.Second, []string{"-1s", "1"}},
 	{"probe_ends_backoff", "true", nil,
 		func(c Config) any { return c.Strategy.ProbeEndsBackoff }, true, []string{"sometimes"}},
+	{"recovered_after", "6s", nil,
+		func(c Config) any { return c.Strategy.RecoveredAfter }, 6 * time.Second, []string{"-1s", "soon", "6"}},
 	{"durations", "100ms, 1s ; 0s, 5s", nil,
 		func(c Config) any { return mustGet(c, "durations") }, "100ms,1s;0s,5s",
 		[]string{"100ms,1s;0s", "1s,100ms;0s,0s", "abc", "1s;2s;3s", "-1s;1s", "1s;-1s", "1;2s"}},

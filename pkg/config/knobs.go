@@ -71,6 +71,8 @@ var knobs = []knob{
 		func(c *Config) *time.Duration { return &c.Strategy.PushBackHold }),
 	boolKnob("probe_ends_backoff", "an answered probe cuts a backoff-lengthened isolation to the duration table's; the next attempt decides",
 		func(c *Config) *bool { return &c.Strategy.ProbeEndsBackoff }),
+	durationKnob("recovered_after", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)",
+		func(c *Config) *time.Duration { return &c.Strategy.RecoveredAfter }),
 	intKnob("retry_times", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
 		func(c *Config) *int { return &c.Producer.RetryTimes }),
 	intKnob("async_retry_times", "retries of an async send (retryTimesWhenSendAsyncFailed)",

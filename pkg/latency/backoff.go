@@ -101,6 +101,7 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 			level++
 		}
 		s.strikes.Store(level * b.decay)
+		s.rec.failureStarted() // recovery.go: a trial, if one ran, failed
 	}
 	d, _ := b.grow(base, level)
 	return d
@@ -109,9 +110,18 @@ func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.
 // answered takes one unit off s's strikes (an answered send that isolates
 // nothing); it allocates nothing and takes no lock.
 func (b *backoff) answered(s *slot) {
+	if s.rec.onTrial() { // recovery.go: a trial's answers forgive nothing
+		return
+	}
 	for {
 		n := s.strikes.Load()
-		if n <= 0 || s.strikes.CompareAndSwap(n, n-1) {
+		if n <= 0 {
+			return
+		}
+		if s.strikes.CompareAndSwap(n, n-1) {
+			if n == 1 {
+				s.rec.forgiven() // recovery.go: a hold is over
+			}
 			return
 		}
 	}

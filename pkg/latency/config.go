@@ -134,8 +134,8 @@ type Config struct {
 	// passed), and the broker's next attempt decides: an answer keeps it in
 	// service, a failure isolates it again, one backoff level longer. It
 	// takes effect with the backoff and the detector on. Off in every
-	// preset: in the simulator it brings flapping and busy brokers back too
-	// soon (POLICIES.md).
+	// preset: in the simulator it brings flapping, busy and slow brokers back
+	// too soon (POLICIES.md); RecoveredAfter is the same cut with guards.
 	ProbeEndsBackoff bool
 	// ReleaseOnPushBack makes the isolation cap follow capacity
 	// (pushback.go): besides what MaxIsolatedFraction releases (then the
@@ -152,6 +152,22 @@ type Config struct {
 	// a send that it answers within PushBackLatency to stop pushing back;
 	// 0 means DefaultPushBackHold (1 s).
 	PushBackHold time.Duration
+	// RecoveredAfter turns on the sustained recovery rule (recovery.go), the
+	// ProbeEndsBackoff rule with guards: a failure isolation the backoff
+	// lengthened is cut as ProbeEndsBackoff cuts it only once the detector's
+	// probes have answered, every one, for RecoveredAfter since the failure
+	// that began it; never when the broker answered busy or slowly (an
+	// answer the duration table isolates for) within one failure isolation
+	// before; and once per recovery: the cut is a trial lasting until the
+	// isolation would have ended, whose answers forgive no backoff level
+	// (a failure in it isolates one level longer), and after it no
+	// isolation of the broker is cut again until answered sends forgive
+	// every level. It takes effect with the backoff and the detector on. 0
+	// turns it off; otherwise positive. With ProbeEndsBackoff on as well,
+	// that rule's cut comes first, on any answered probe, and this rule's
+	// guards no longer hold. The mqfault preset has 3 s: two probes a
+	// detector period apart.
+	RecoveredAfter time.Duration
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -191,7 +207,11 @@ func Reference4() Config {
 //     forgive one step;
 //   - ProbeFailures: a broker whose probe fails is unreachable;
 //   - CapHoldsBusy: the cap never keeps in service a broker isolated for
-//     answering busy.
+//     answering busy;
+//   - RecoveredAfter 3 s: a broker whose probes have answered for 3 s since
+//     it failed comes back when the duration table's 10 s are over, not
+//     the backoff's 20 s or more, unless it was busy or slow just before,
+//     once per recovery.
 //
 // pkg/latency/POLICIES.md justifies each value with the simulator's results.
 func DefaultConfig() Config {
@@ -206,6 +226,7 @@ func DefaultConfig() Config {
 	c.ProbeFailures = true
 	c.CapHoldsBusy = true
 	c.LoadAware = true
+	c.RecoveredAfter = 3 * time.Second
 	return c
 }
 

@@ -218,6 +218,11 @@ func TestConfigValidate(t *testing.T) {
 		{"nil step table", func(c *latency.Config) { c.Durations = (*latency.StepTable)(nil) }, "Durations"},
 		{"nil duration func", func(c *latency.Config) { c.Durations = latency.DurationTableFunc(nil) }, "Durations"},
 		{"custom table", func(c *latency.Config) { c.Durations = latency.MustStepTable(msd(1), msd(1)) }, ""},
+		{"negative recovered after", func(c *latency.Config) { c.RecoveredAfter = -time.Second }, "RecoveredAfter"},
+		{"recovered after with probe ends backoff", func(c *latency.Config) {
+			c.RecoveredAfter, c.ProbeEndsBackoff = time.Second, true
+		}, ""},
+		{"recovered after without the backoff", func(c *latency.Config) { c.RecoveredAfter = time.Second }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,6 +44,9 @@ type Detector struct {
 	recovery bool // Config.ProbeEndsBackoff: an answered probe cuts a lengthened isolation (recovery.go)
 	obs      Observer
 	log      *slog.Logger
+	// recoveredAfter is Config.RecoveredAfter: probes answering that long
+	// cut a lengthened isolation, with the rule's guards (recovery.go).
+	recoveredAfter time.Duration
 
 	calls sync.WaitGroup // every Detect call, including ones a round stopped waiting for
 }
@@ -66,6 +69,12 @@ type DetectorConfig struct {
 	ProbeEndsBackoff bool
 	Observer         Observer     // hears of every probe; nil means none
 	Logger           *slog.Logger // nil means slog.Default()
+	// RecoveredAfter, when positive, makes probes that have answered that
+	// long since a lengthened failure isolation began cut it, once per
+	// recovery (Config.RecoveredAfter). The rule's guard against busy or
+	// slow brokers needs a Strategy's outcome hook: a Detector over a table
+	// of your own applies the others only.
+	RecoveredAfter time.Duration
 }
 
 // NewDetector validates cfg and returns a Detector over cfg.Table, or every
@@ -90,6 +99,9 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 	if cfg.Parallel < 0 {
 		l.Add(invalid("Parallel", cfg.Parallel, "must not be negative"))
 	}
+	if cfg.RecoveredAfter < 0 {
+		l.Add(invalid("RecoveredAfter", cfg.RecoveredAfter, "must not be negative"))
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -111,6 +123,8 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 		recovery: cfg.ProbeEndsBackoff,
 		obs:      cfg.Observer,
 		log:      cfg.Logger,
+
+		recoveredAfter: cfg.RecoveredAfter,
 	}, nil
 }
 
@@ -213,6 +227,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if d.recovery {
 			sl.endBackoffEarly()
 		}
+		if d.recoveredAfter > 0 {
+			sl.probeAnswered(d.clock.Now().UnixNano(), d.recoveredAfter)
+		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)
 	default:
@@ -222,6 +239,9 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		}
 		if d.failures && sl.present.Load() && sl.setReachable(false) {
 			ev.BecameUnreachable = true
+		}
+		if d.recoveredAfter > 0 {
+			sl.probeFailed(d.clock.Now().UnixNano())
 		}
 	}
 	if d.obs != nil {

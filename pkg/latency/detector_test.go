@@ -681,11 +681,11 @@ func TestDetectRoundEndsUnderProbe(t *testing.T) {
 // items stamped, an unknown broker dropped, an answered probe making its
 // broker reachable, isolation kept).
 func TestNewDetector(t *testing.T) {
-	_, err := latency.NewDetector(latency.DetectorConfig{Parallel: -1})
+	_, err := latency.NewDetector(latency.DetectorConfig{Parallel: -1, RecoveredAfter: -time.Second})
 	if !errors.Is(err, latency.ErrInvalidConfig) {
 		t.Fatalf("NewDetector(zero config) error = %v, want ErrInvalidConfig", err)
 	}
-	for _, field := range []string{"Table", "Resolver", "Interval", "Timeout", "Parallel"} {
+	for _, field := range []string{"Table", "Resolver", "Interval", "Timeout", "Parallel", "RecoveredAfter"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("NewDetector(zero config) error %q does not name %s", err, field)
 		}

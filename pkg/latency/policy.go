@@ -37,7 +37,7 @@ type policyKind struct {
 
 // policyKinds lists every policy past the reference, in the order their
 // settings are checked.
-var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, capHoldPolicy, pushBackPolicy, busyLoadPolicy, loadAwarePolicy}
+var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, recoveryPolicy, capHoldPolicy, pushBackPolicy, busyLoadPolicy, loadAwarePolicy}
 
 // policies holds the hooks a strategy runs; nil hooks are off.
 type policies struct {

@@ -187,6 +187,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 			Parallel:         cfg.DetectParallel,
 			ProbeFailures:    cfg.ProbeFailures,
 			ProbeEndsBackoff: cfg.ProbeEndsBackoff && cfg.IsolationBackoff != 0,
+			RecoveredAfter:   recoveredAfter(cfg),
 			Observer:         o.obs,
 			Logger:           o.log,
 		})

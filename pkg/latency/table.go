@@ -145,6 +145,8 @@ type slot struct {
 	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
 	// Written under mu.
 	baseUntil atomic.Int64
+	// rec is the sustained recovery rule's state (recovery.go).
+	rec recoveryState
 
 	table *FaultTable
 	mu    sync.Mutex // serializes isolation changes with the expiry timer
@@ -336,6 +338,7 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook
 	s.until.Store(until)
 	if failure && d > base {
 		s.baseUntil.Store(addNanos(now, base))
+		s.rec.began.Store(now)
 	} else {
 		s.baseUntil.Store(0)
 	}
@@ -430,6 +433,8 @@ func (s *slot) reset() {
 	s.until.Store(0)
 	s.ended = false
 	s.failed.Store(false)
+	s.baseUntil.Store(0)
+	s.rec.reset()
 	s.mu.Unlock()
 	s.present.Store(false)
 	s.setReachable(true)

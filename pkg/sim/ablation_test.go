@@ -30,6 +30,7 @@ func allOn(t *testing.T) Strategy {
 	l.ProbeFailures, l.CapHoldsBusy, l.LoadAware, l.ProbeEndsBackoff = true, true, true, true
 	l.BusyDecay, l.BusyIsolateAfter = time.Second, 8
 	l.ReleaseOnPushBack = true
+	l.RecoveredAfter = 3 * time.Second
 	p.MaxTimeoutPerRequest = time.Second
 	p.RetryBudget, p.RetryBudgetFloor = 0.5, 10
 	if err := l.Validate(); err != nil {
@@ -75,6 +76,7 @@ func TestAblationTable(t *testing.T) {
 		{"parallel-probes", "parallel probes", "latency.Config.DetectParallel"},
 		{"probe-failures", "probe failures", "latency.Config.ProbeFailures"},
 		{"probe-ends-backoff", "probe ends backoff", "latency.Config.ProbeEndsBackoff"},
+		{"recovered-after", "recovered broker comes back", "latency.Config.RecoveredAfter"},
 		{"busy-is-load", "busy is load", "latency.Config.BusyDecay"},
 		{"release-on-pushback", "release on push-back", "latency.Config.ReleaseOnPushBack"},
 		{"load-aware", "load-aware picks", "latency.Config.LoadAware"},
@@ -200,6 +202,7 @@ func TestAblationRefused(t *testing.T) {
 		{"cap-holds-busy", func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0 }, `the policy "cap holds busy" takes effect only with "isolation cap" on, and mqfault has that off`},
 		{"probe-failures", func(s *Strategy) { s.Latency.Detector = false }, `the policy "probe failures" takes effect only with "detector" on`},
 		{"probe-ends-backoff", func(s *Strategy) { s.Latency.IsolationBackoff = 0 }, `takes effect only with "backoff" on`},
+		{"recovered-after", func(s *Strategy) { s.Latency.Detector = false }, `the policy "recovered broker comes back" takes effect only with "detector" on`},
 		{"parallel-probes", func(s *Strategy) { s.Latency.DetectParallel = 1 }, `mqfault has the policy "parallel probes" off`},
 		{"backoff", func(s *Strategy) { s.Latency.Mode = latency.ModeV4; s.Latency.Detector = false }, `mqfault does not run latency fault tolerance in mode v5, which the policy`},
 		{"detector", func(s *Strategy) { s.Latency.FaultTolerance = false }, `mqfault does not run latency fault tolerance in mode v5, which the policy`},

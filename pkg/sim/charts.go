@@ -35,9 +35,9 @@ var palette = []color.RGBA{
 func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
 
 // strategyPalette holds the strategies' line colours: the palette's, then
-// eight more (after Paul Tol's muted scheme, colour-blind safe, none close
+// ten more (after Paul Tol's muted scheme, colour-blind safe, none close
 // to the first eight), so a run with every ablation (five strategies and
-// twelve ablations) draws every line in a colour of its own.
+// thirteen ablations) draws every line in a colour of its own.
 var strategyPalette = append(slices.Clone(palette), []color.RGBA{
 	{0x33, 0x22, 0x88, 0xff}, // indigo
 	{0x88, 0x22, 0x55, 0xff}, // wine
@@ -48,6 +48,7 @@ var strategyPalette = append(slices.Clone(palette), []color.RGBA{
 	{0x11, 0x77, 0x33, 0xff}, // green
 	{0xAA, 0x44, 0x99, 0xff}, // purple
 	{0x88, 0x88, 0x88, 0xff}, // grey
+	{0xDD, 0xCC, 0x77, 0xff}, // sand
 }...)
 
 // strategyColor returns the line colour of the strategy at index i of the

@@ -84,7 +84,8 @@ func (e Env) Options() []latency.Option {
 //   - mqfault: the mqfault preset, latency.DefaultConfig and
 //     producer.DefaultConfig: v5 with the detector and the policies past the
 //     reference on (isolation cap, backoff for repeat offenders, failed
-//     probes counted, 16 probes at a time, the cap holding busy brokers)
+//     probes counted, 16 probes at a time, the cap holding busy brokers,
+//     recovered brokers back after 3 s of answered probes)
 //     and the 1 s per-attempt cap and retry budget of half the sends.
 //
 // Each call returns a new slice that the caller may change.
