@@ -74,17 +74,11 @@ type brokerLoad struct {
 // the broker's push-back. The decay is read here, as Finagle's PeakEWMA
 // does, so a broker that was slow and then got no traffic does not keep
 // its score for ever (it would never be picked to show it recovered).
-// TuneLoad is a temporary tuning switch board (removed before commit).
-var TuneLoad struct {
-	FixedPartner, NoReadDecay, BusyInPeak bool
-	BusyCost, BusyHold                    time.Duration
-}
-
 func (l *brokerLoad) score(now int64) float64 {
 	rtt := float64(l.peak.Load())
 	if rtt <= 0 {
 		rtt = float64(defaultRTT)
-	} else if el := now - l.stamp.Load(); el > 0 && !TuneLoad.NoReadDecay {
+	} else if el := now - l.stamp.Load(); el > 0 {
 		// 1/(1+x) for exp(-x): one division on the pick path, and the
 		// same first-order fade.
 		rtt /= 1 + float64(el)/float64(loadDecay)
@@ -112,19 +106,11 @@ func (l *brokerLoad) end(now int64, o Outcome) {
 	case ClassClient, ClassCancelled, ClassTransportNotSent, ClassThrottled:
 		return // no request met the broker: its latency says nothing
 	case ClassBusy:
-		if TuneLoad.BusyInPeak {
-			l.observe(now, max(o.Latency, busyCost))
-			return
-		}
 		// A fast refusal must not look fast (Linkerd's PenaltyPeakEwma):
 		// a busy answer is push-back, worked off at the clock's pace.
 		for {
 			u := l.busyUntil.Load()
-			bc, bh := busyCost, busyHold
-			if TuneLoad.BusyCost > 0 {
-				bc, bh = TuneLoad.BusyCost, TuneLoad.BusyHold
-			}
-			n := min(max(u, now)+int64(bc), now+int64(bh))
+			n := min(max(u, now)+int64(busyCost), now+int64(busyHold))
 			if n <= u || l.busyUntil.CompareAndSwap(u, n) {
 				return
 			}
@@ -180,13 +166,7 @@ func (c5 cascade5) choose(b *binding, v *capView, p int, last int32, idx int32, 
 	if n < 2 || !c5.s.policies.loadAware || len(c5.s.filters) != 0 {
 		return p
 	}
-	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)
-	if TuneLoad.FixedPartner {
-		q = p + n/2
-	}
-	if q >= n {
-		q -= n
-	}
+	q := partner(p, n, idx)
 	e, e2 := &b.entries[p], &b.entries[q]
 	if e2.broker == e.broker || e2.broker == last {
 		return p
@@ -199,6 +179,16 @@ func (c5 cascade5) choose(b *binding, v *capView, p int, last int32, idx int32, 
 		return q
 	}
 	return p
+}
+
+// partner is the second candidate for position p of n (n > 1) at index
+// value idx: another position, spread over all n-1 of them as idx moves.
+func partner(p, n int, idx int32) int {
+	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)
+	if q >= n {
+		q -= n
+	}
+	return q
 }
 
 // countLoad counts a pick of queue p of info in flight under load-aware

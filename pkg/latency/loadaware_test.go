@@ -205,10 +205,14 @@ func TestLoadAwarePeakEWMA(t *testing.T) {
 			after time.Duration
 			o     latency.Outcome
 		}{{0, answeredIn(100 * ms)}, {time.Second, answeredIn(10 * ms)}}},
-		{name: "a fast busy answer counts as 200ms", want: 200 * ms, steps: []struct {
+		{name: "a busy answer leaves the PeakEWMA (it is push-back, scored apart)", want: 5 * ms, steps: []struct {
 			after time.Duration
 			o     latency.Outcome
 		}{{0, answeredIn(5 * ms)}, {ms, latency.Outcome{Class: latency.ClassBusy, Code: 2, Latency: ms}}}},
+		{name: "a refused connection counts as 1s", want: time.Second, steps: []struct {
+			after time.Duration
+			o     latency.Outcome
+		}{{0, answeredIn(5 * ms)}, {ms, latency.Outcome{Class: latency.ClassTransportFailed, Latency: ms}}}},
 		{name: "a timeout counts its wait", want: 3 * time.Second, steps: []struct {
 			after time.Duration
 			o     latency.Outcome

@@ -10,42 +10,22 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mqfault/mqfault/pkg/latency"
 )
 
-// tuneVariants are the preset variants TestTune compares with v5.
+// tuneVariants are preset variants TestTune can compare with v5, besides
+// the built-in strategies and ablations (SelectStrategies names).
 var tuneVariants = map[string]func(*Strategy){
-	"preset": func(*Strategy) {},
-	"bc20": func(s *Strategy) {
-		latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = 20*time.Millisecond, 200*time.Millisecond
-	},
-	"bc5": func(s *Strategy) {
-		latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = 5*time.Millisecond, 100*time.Millisecond
-	},
-	"bc1s":   func(s *Strategy) { latency.TuneLoad.BusyCost, latency.TuneLoad.BusyHold = time.Second, 3*time.Second },
-	"nola":   func(s *Strategy) { s.Latency.LoadAware = false },
-	"fixed":  func(s *Strategy) { latency.TuneLoad.FixedPartner = true },
-	"nodec":  func(s *Strategy) { latency.TuneLoad.NoReadDecay = true },
-	"pbonly": func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.MaxIsolatedFraction = 0.99 },
-	"pbonlyf": func(s *Strategy) {
-		s.Latency.ReleaseOnPushBack = true
-		s.Latency.MaxIsolatedFraction = 0.99
-		latency.TuneLoad.FixedPartner = true
-	},
-	"b10":     func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
-	"b15":     func(s *Strategy) { s.Producer.RetryBudget = 0.15 },
-	"nocap10": func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0; s.Producer.RetryBudget = 0.1 },
-	"nocap":   func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0 },
-	"bpeak":   func(s *Strategy) { latency.TuneLoad.BusyInPeak = true },
-	"bl":      func(s *Strategy) { s.Latency.BusyDecay = time.Second },
-	"pb":      func(s *Strategy) { s.Latency.ReleaseOnPushBack = true },
-	"pbbl":    func(s *Strategy) { s.Latency.ReleaseOnPushBack = true; s.Latency.BusyDecay = time.Second },
-	"bl20":    func(s *Strategy) { s.Latency.BusyDecay = time.Second; s.Latency.BusyIsolateAfter = 20 },
+	"cap-0.34":    func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.34 },
+	"cap-0.67":    func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.67 },
+	"budget-0.1":  func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
+	"busy-load":   func(s *Strategy) { s.Latency.BusyDecay = time.Second },
+	"pushback":    func(s *Strategy) { s.Latency.ReleaseOnPushBack = true },
+	"no-la-nocap": func(s *Strategy) { s.Latency.LoadAware, s.Latency.MaxIsolatedFraction = false, 0 },
 }
 
-// TestTune is a tuning aid, skipped unless MQFAULT_TUNE names variants
-// (comma-separated keys of tuneVariants). It runs v5 and each variant on the
+// TestTune is a tuning aid, skipped unless MQFAULT_TUNE names the
+// strategies to compare with v5 (comma-separated: built-in strategies and
+// ablations as SelectStrategies knows them, or keys of tuneVariants). It runs v5 and each variant on the
 // default scenario, testdata/scenarios and the files of
 // MQFAULT_TUNE_DIR, at the seeds of MQFAULT_TUNE_SEEDS (default 1-4), and
 // logs failed sends and p99 with issue 15's verdicts.
@@ -89,14 +69,18 @@ func TestTune(t *testing.T) {
 	strategies := []Strategy{base[0]}
 	vnames := strings.Split(names, ",")
 	for _, n := range vnames {
-		f, ok := tuneVariants[n]
-		if !ok {
-			t.Fatalf("unknown variant %q", n)
+		if f, ok := tuneVariants[n]; ok {
+			s := base[1]
+			s.Name = n
+			f(&s)
+			strategies = append(strategies, s)
+			continue
 		}
-		s := base[1]
-		s.Name = n
-		f(&s)
-		strategies = append(strategies, s)
+		s, err := SelectStrategies(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		strategies = append(strategies, s...)
 	}
 	type job struct {
 		name string
@@ -154,7 +138,7 @@ func TestTune(t *testing.T) {
 					}
 				}
 				tallies[k].n++
-				fmt.Fprintf(&b, " | %s %6d/%7.1f%s", vnames[k][:min(6, len(vnames[k]))], r.Failed, msf(r.Latency.P99), mark)
+				fmt.Fprintf(&b, " | %s %6d/%7.1f%s", vnames[k][:min(12, len(vnames[k]))], r.Failed, msf(r.Latency.P99), mark)
 			}
 			if os.Getenv("MQFAULT_TUNE_V") != "" {
 				for _, r := range rep.Results {
