@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mqfault/mqfault/internal/configerr"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -161,7 +162,10 @@ func (l *brokerLoad) observe(now int64, lat time.Duration) {
 // the round-robin probe, on an available broker, and idx the index value it
 // stands on.
 func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p int, idx int32) (Pick, bool) {
-	return c5.s.picked(info, c5.choose(b, v, p, -1, idx, false), StageAvailable)
+	p = c5.choose(b, v, p, -1, idx, false)
+	// Counted here on the slot in hand (the one countLoad would find).
+	b.entries[p].s.load.inflight.Add(1)
+	return c5.s.made(info, p, StageAvailable)
 }
 
 // choose is the power of two choices among available queues: p is the
@@ -203,8 +207,8 @@ func (c5 cascade5) choose(b *binding, v *capView, p int, last int32, idx int32, 
 
 // countLoad counts a pick of queue p of info in flight under load-aware
 // picks, whatever its stage, so every attempt's end finds its count (Done
-// and Release find the slot again by broker name; a broker the table has
-// no slot for yet, fault tolerance off before any update, is not counted).
+// and Release find the slot again with loadOf; a broker the table has no
+// slot for yet, fault tolerance off before any update, is not counted).
 func (s *Strategy) countLoad(info *route.PublishInfo, p int) {
 	var sl *slot
 	if b := s.binds.last.Load(); b != nil && b.info == info && b.gen == s.table.gen.Load() && p < len(b.entries) {
@@ -215,14 +219,49 @@ func (s *Strategy) countLoad(info *route.PublishInfo, p int) {
 	sl.load.inflight.Add(1)
 }
 
-// uncountLoad uncounts a pick on broker that was never attempted
-// (Pick.Release).
-func (s *Strategy) uncountLoad(broker string) {
+// loadOf returns the load state of q's broker, nil when the table has no
+// slot for it. A pick's queue points into its publish info's queue list, so
+// when the strategy's last binding is that info's and current, q's position
+// there finds the slot with a few loads and no map lookup (the slot
+// countLoad counted: a current binding's slots are the table's); otherwise
+// (another route picked since, a queue of v4's least-bad pick, a slot
+// dropped) the broker's name finds it.
+func (s *Strategy) loadOf(q *route.MessageQueue) *brokerLoad {
+	if b := s.binds.last.Load(); b != nil && b.gen == s.table.gen.Load() {
+		if i, ok := b.position(q); ok {
+			return &b.entries[i].s.load
+		}
+	}
+	if sl := s.table.lookup(q.BrokerName); sl != nil {
+		return &sl.load
+	}
+	return nil
+}
+
+// position returns q's position in b's publish info, when q points into its
+// queue list. Only the distance between two addresses is computed: the
+// answer is checked by comparing q with the queue at that position, so a
+// pointer anywhere else is refused.
+func (b *binding) position(q *route.MessageQueue) (int, bool) {
+	n := len(b.entries)
+	if n == 0 || q == nil {
+		return 0, false
+	}
+	d := uintptr(unsafe.Pointer(q)) - uintptr(unsafe.Pointer(b.info.QueueRef(0)))
+	i := d / unsafe.Sizeof(route.MessageQueue{})
+	if i >= uintptr(n) || b.info.QueueRef(int(i)) != q {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// uncountLoad uncounts a pick of q that was never attempted (Pick.Release).
+func (s *Strategy) uncountLoad(q *route.MessageQueue) {
 	if !s.policies.loadAware {
 		return
 	}
-	if sl := s.table.lookup(broker); sl != nil {
-		sl.load.uncount()
+	if l := s.loadOf(q); l != nil {
+		l.uncount()
 	}
 }
 

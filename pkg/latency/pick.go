@@ -35,7 +35,7 @@ type Pick struct {
 // for concurrent use; allocates nothing; on a zero Pick it does nothing.
 func (p Pick) Release() {
 	if s, ok := p.Reporter.(*Strategy); ok && p.Queue != nil {
-		s.uncountLoad(p.Queue.BrokerName)
+		s.uncountLoad(p.Queue)
 	}
 }
 
@@ -126,15 +126,21 @@ type cascade interface {
 
 // picked makes the result for queue p, counting it when asked to.
 func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
-	if s.stages != nil {
-		s.stages.add(st)
-	}
 	if s.policies.loadAware {
 		s.countLoad(info, p)
 	}
+	return s.made(info, p, st)
+}
+
+// made makes the result for queue p, counted in flight already when it has
+// to be (picked, twoChoices).
+func (s *Strategy) made(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
+	if s.stages != nil {
+		s.stages.add(st)
+	}
 	// Pick stays four words: one more (a pointer to the broker's load state)
 	// made every pick about 2.5x slower (BenchmarkSelect), so Done and Release
-	// find the load state by broker name instead.
+	// find the load state again from the queue (loadOf).
 	return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
 }
 
