@@ -32,7 +32,9 @@ import (
 // it and, for an answered or busy outcome, folds its latency into the
 // PeakEWMA, decayed by the time since the broker's last update (Done reads
 // the table's clock). A pick whose attempt never starts is uncounted by
-// Pick.Release; producer.Drive calls one or the other for every pick.
+// Pick.Release; producer.Drive calls one or the other for every pick. Both
+// find the broker's slot from the pick's queue through the route binding
+// the strategy picked from last (loadOf), by name only when that fails.
 
 // Load-aware constants: the PeakEWMA's decay time, the score of a broker
 // never answered, and what one unit of busy penalty (busyload.go) costs,
@@ -97,6 +99,9 @@ func (l *brokerLoad) score(now int64) float64 {
 // uncount takes one attempt off the in-flight count, never below 0: a pick
 // counted before its broker had a slot (fault tolerance off, no update yet)
 // was counted nowhere, and its end must not push the new slot negative.
+// It stays a compare-and-swap: a plain Add(-1) that puts back what went
+// below 0 lets a concurrent pick's own end see the dip, put it back too, and
+// leave the count one too high for good.
 func (l *brokerLoad) uncount() {
 	for {
 		n := l.inflight.Load()
