@@ -12,6 +12,7 @@ import (
 type binding struct {
 	gen     uint64  // the table generation the slots belong to
 	entries []entry // per queue position
+	posM    uint64  // len(entries)'s fastPosition constant (pick.go)
 	info    *route.PublishInfo
 	brokers []string
 	// sum summarizes the slots' flags so passes skip what they would refuse
@@ -176,6 +177,7 @@ func (s *Strategy) newBinding(info *route.PublishInfo, gen uint64) *binding {
 		}
 		b.nq[bi]++
 	}
+	b.posM = positionConst(len(b.entries))
 	b.sum = newFlagSummary(len(b.entries))
 	b.slots = slots
 	b.writeNums = make([]int, len(brokers))

@@ -14,7 +14,6 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if !s.faultOn.Load() || in.LastBroker != "" || in.ResetIndex || len(s.filters) != 0 {
 		return c5.pickSlow(info, in)
 	}
-	n := info.Len()
 	b := s.bind(info)
 	var v *capView
 	if b.cap != nil { // capState.current, by hand: too big to inline
@@ -22,7 +21,7 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 			v = b.cap.recompute(s.table)
 		}
 	}
-	c := newCursor(info.Index(), n)
+	c := b.cursor(info)
 	if v == nil && b.sum.nAvail.Load() == 0 { // all isolated, as last summarized
 		return c5.allIsolated(info, b, c)
 	}
@@ -56,7 +55,6 @@ func (c5 cascade5) allIsolated(info *route.PublishInfo, b *binding, c cursor) (P
 // pickSlow is pick for every case but the common one.
 func (c5 cascade5) pickSlow(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	s := c5.s
-	n := info.Len()
 	if !s.faultOn.Load() {
 		return c5.pickOff(info, in)
 	}
@@ -68,7 +66,7 @@ func (c5 cascade5) pickSlow(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if b.cap != nil {
 		v = b.cap.current(s.table)
 	}
-	return c5.cascade(info, b, v, lastBrokerIndex(info, in.LastBroker), newCursor(info.Index(), n))
+	return c5.cascade(info, b, v, lastBrokerIndex(info, in.LastBroker), b.cursor(info))
 }
 
 // cascade runs v5's cascade with fault tolerance on from cursor c, which

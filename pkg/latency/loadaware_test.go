@@ -263,3 +263,88 @@ func TestPickStaysFourWords(t *testing.T) {
 		t.Errorf("unsafe.Sizeof(Pick{}) = %d, want at most %d (four words)", got, want)
 	}
 }
+
+// TestLoadAwareEndFindsItsBroker checks that an attempt's end (Release or
+// Done) uncounts the broker its pick counted, and only that one, however the
+// strategy finds the broker's slot again: through the route the strategy
+// picked from last, or by name when that route is another one, when the
+// pick's queue is a copy, or when the broker's slot was dropped meanwhile
+// (never below 0). Each case picks p on broker a of route 1 (brokers a, b),
+// does what its step says, ends p, and checks every broker's count.
+func TestLoadAwareEndFindsItsBroker(t *testing.T) {
+	end := map[string]func(p latency.Pick){
+		"Release": func(p latency.Pick) { p.Release() },
+		"Done":    func(p latency.Pick) { p.Done(answeredIn(time.Millisecond)) },
+	}
+	tests := []struct {
+		name string
+		// between runs after p's pick and before p ends; it returns the
+		// picks it leaves in flight.
+		between func(t *testing.T, s *latency.Strategy, p *latency.Pick) []latency.Pick
+	}{
+		{"the route picked from last", func(*testing.T, *latency.Strategy, *latency.Pick) []latency.Pick { return nil }},
+		{"another route picked from since", func(t *testing.T, s *latency.Strategy, _ *latency.Pick) []latency.Pick {
+			other := loadRoute(t, "c", "d")
+			q, _ := s.Select(other, latency.PickInfo{})
+			return []latency.Pick{q}
+		}},
+		{"a new route of the topic picked from since", func(t *testing.T, s *latency.Strategy, _ *latency.Pick) []latency.Pick {
+			next := loadRoute(t, "a", "b", "c")
+			s.RouteChanged(next)
+			var held []latency.Pick
+			for range 3 {
+				q, _ := s.Select(next, latency.PickInfo{})
+				held = append(held, q)
+			}
+			return held
+		}},
+		{"the pick's queue is a copy", func(_ *testing.T, _ *latency.Strategy, p *latency.Pick) []latency.Pick {
+			q := *p.Queue
+			p.Queue = &q
+			return nil
+		}},
+		{"the broker's slot was dropped", func(_ *testing.T, s *latency.Strategy, _ *latency.Pick) []latency.Pick {
+			s.Table().Remove("a")
+			return nil
+		}},
+		{"the route changed without the broker", func(t *testing.T, s *latency.Strategy, _ *latency.Pick) []latency.Pick {
+			s.RouteChanged(loadRoute(t, "b", "c"))
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		for how, finish := range end {
+			t.Run(tt.name+"/"+how, func(t *testing.T) {
+				s, _ := policyStrategy(t, loadAware)
+				info := loadRoute(t, "a", "b")
+				s.RouteChanged(info)
+				for _, b := range []string{"a", "b", "c", "d"} {
+					s.Update(b, time.Millisecond, false, true)
+				}
+				p := pickOn(t, s, info, "a")
+				if got := s.InFlight("a"); got != 1 {
+					t.Fatalf("InFlight(a) after the pick = %d, want 1", got)
+				}
+				held := tt.between(t, s, &p)
+				want := map[string]int64{}
+				for _, q := range held {
+					want[q.Queue.BrokerName]++
+				}
+				finish(p)
+				for _, b := range []string{"a", "b", "c", "d"} {
+					if got := s.InFlight(b); got != want[b] {
+						t.Errorf("InFlight(%s) after p's end = %d, want %d (held: %v)", b, got, want[b], want)
+					}
+				}
+				for _, q := range held {
+					q.Release()
+				}
+				for _, b := range []string{"a", "b", "c", "d"} {
+					if got := s.InFlight(b); got != 0 {
+						t.Errorf("InFlight(%s) after every end = %d, want 0", b, got)
+					}
+				}
+			})
+		}
+	}
+}

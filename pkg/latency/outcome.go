@@ -153,10 +153,10 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 		return FaultUpdate{}
 	}
 	if s.policies.loadAware && !o.Pending {
-		if sl := s.table.lookup(p.Queue.BrokerName); sl != nil {
+		if l := s.loadOf(p.Queue); l != nil {
 			now := s.table.now()
 			s.table.see(now)
-			sl.load.end(now, o)
+			l.end(now, o)
 		}
 	}
 	for _, h := range s.policies.outcomes {

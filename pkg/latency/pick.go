@@ -1,6 +1,8 @@
 package latency
 
 import (
+	"math"
+	"math/bits"
 	"strconv"
 
 	"github.com/mqfault/mqfault/pkg/route"
@@ -35,7 +37,7 @@ type Pick struct {
 // for concurrent use; allocates nothing; on a zero Pick it does nothing.
 func (p Pick) Release() {
 	if s, ok := p.Reporter.(*Strategy); ok && p.Queue != nil {
-		s.uncountLoad(p.Queue.BrokerName)
+		s.uncountLoad(p.Queue)
 	}
 }
 
@@ -126,15 +128,21 @@ type cascade interface {
 
 // picked makes the result for queue p, counting it when asked to.
 func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
-	if s.stages != nil {
-		s.stages.add(st)
-	}
 	if s.policies.loadAware {
 		s.countLoad(info, p)
 	}
+	return s.made(info, p, st)
+}
+
+// made makes the result for queue p, counted in flight already when it has
+// to be (picked, twoChoices).
+func (s *Strategy) made(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
+	if s.stages != nil {
+		s.stages.add(st)
+	}
 	// Pick stays four words: one more (a pointer to the broker's load state)
 	// made every pick about 2.5x slower (BenchmarkSelect), so Done and Release
-	// find the load state by broker name instead.
+	// find the load state again from the queue (loadOf).
 	return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
 }
 
@@ -182,8 +190,9 @@ func (s *Strategy) finish(info *route.PublishInfo, c *cursor, n int) (Pick, bool
 // the reference's index.
 type cursor struct {
 	idx     *route.Index
-	v       int32 // stored index value of the last probe (the claim's minus one before any)
-	pos     int   // position of the last probe, when posOK
+	m       uint64 // n's fastPosition constant; 0: divide
+	v       int32  // stored index value of the last probe (the claim's minus one before any)
+	pos     int    // position of the last probe, when posOK
 	n       int
 	moved   int32 // probes made
 	pub     int32 // moves published so far (the claim)
@@ -192,6 +201,30 @@ type cursor struct {
 }
 
 func newCursor(idx *route.Index, n int) cursor { return cursor{idx: idx, n: n} }
+
+// cursor returns a cursor over info, b's publish info, that finds
+// positions without a division (fastPosition).
+func (b *binding) cursor(info *route.PublishInfo) cursor {
+	return cursor{idx: info.Index(), n: len(b.entries), m: b.posM}
+}
+
+// positionConst is n's constant for fastPosition, 0 for n < 2 (route.Position
+// then divides).
+func positionConst(n int) uint64 {
+	if n < 2 || uint64(n) > math.MaxUint32 {
+		return 0
+	}
+	return math.MaxUint64/uint64(n) + 1
+}
+
+// fastPosition is route.Position(v, n) with m = positionConst(n), without
+// a division (Lemire, Kaser and Kurz, "Faster remainder by direct
+// computation", 2019: exact for every 32-bit dividend and divisor). A
+// division was about a tenth of a first-stage pick.
+func fastPosition(v int32, m uint64, n int) int {
+	hi, _ := bits.Mul64(m*uint64(uint32(v)&route.PositiveMask), uint64(n))
+	return int(hi)
+}
 
 // claim makes the index's first move, which the first probe stands on.
 func (c *cursor) claim() { c.claimAhead(1) }
@@ -212,7 +245,12 @@ func (c *cursor) next() int {
 	c.v++
 	c.moved++
 	if !c.posOK {
-		c.pos, c.posOK = route.Position(c.v, c.n), true
+		if c.m != 0 {
+			c.pos = fastPosition(c.v, c.m, c.n)
+		} else {
+			c.pos = route.Position(c.v, c.n)
+		}
+		c.posOK = true
 	} else if c.v&route.PositiveMask == 0 {
 		c.pos = 0
 	} else if c.pos++; c.pos == c.n {
