@@ -3,7 +3,6 @@ package latency
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
@@ -63,9 +62,6 @@ type penalty struct {
 	mu    sync.Mutex
 	value float64
 	stamp int64 // Unix nanoseconds of value
-	// last is value as last stored (math.Float64bits), for readers that
-	// take no lock and read no clock (load-aware picks).
-	last atomic.Uint64
 }
 
 // add fades the penalty to now with time constant decay, adds one and
@@ -75,7 +71,6 @@ func (p *penalty) add(now int64, decay time.Duration) float64 {
 	defer p.mu.Unlock()
 	p.value = fade(p.value, now-p.stamp, decay) + 1
 	p.stamp = now
-	p.last.Store(math.Float64bits(p.value))
 	return p.value
 }
 

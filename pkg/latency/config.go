@@ -121,11 +121,14 @@ type Config struct {
 	// sending more to a broker that pushes back. It takes effect with the
 	// cap on (MaxIsolatedFraction).
 	CapHoldsBusy bool
-	// LoadAware turns on load-aware picks (loadaware.go): a v5 first attempt
-	// whose round-robin probe lands on an available broker compares it with
-	// one more available queue (power of two choices) and takes the broker
-	// with the lower score, PeakEWMA of answered latency x (attempts in
-	// flight + 1) + the busy penalty. Off in every reference preset.
+	// LoadAware turns on load-aware picks (loadaware.go): a v5 pick (first
+	// attempt or retry) whose round-robin probe lands on an available broker
+	// compares it with one more available queue, chosen anew with each pick
+	// (power of two choices), and takes the broker with the lower score:
+	// PeakEWMA of latency (a failure counts at least 1 s), faded by the time
+	// since its last update, x (attempts in flight + 1), + what is left of
+	// its busy answers' push-back. On in DefaultConfig, off in the
+	// reference presets.
 	LoadAware bool
 	// ProbeEndsBackoff brings a recovered broker back (recovery.go): when the
 	// detector's probe answers for a broker whose failure isolation the
@@ -211,9 +214,14 @@ func Reference4() Config {
 //   - RecoveredAfter 3 s: a broker whose probes have answered for 3 s since
 //     it failed comes back when the duration table's 10 s are over, not
 //     the backoff's 20 s or more, unless it was busy or slow just before,
-//     once per recovery.
+//     once per recovery;
+//   - LoadAware: a pick whose round robin lands on an available broker
+//     takes the lower-scored of it and a second candidate (PeakEWMA latency
+//     faded as read x (in flight + 1) + busy answers' push-back).
 //
-// pkg/latency/POLICIES.md justifies each value with the simulator's results.
+// BusyDecay (busy is load) and ReleaseOnPushBack stay off: in the simulator
+// they lose sends on clusters short of capacity. pkg/latency/POLICIES.md
+// justifies each value with the simulator's results.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true

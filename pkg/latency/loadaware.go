@@ -14,37 +14,40 @@ import (
 // among available queues on a per-broker score (Finagle's P2C with
 // PeakEWMA, Linkerd's PenaltyPeakEwma).
 //
-// A v5 first attempt whose round-robin probe lands on an available broker
-// (the cascade's first stage) compares that queue with a second candidate:
-// the queue half the route further on, when it is on another broker that is
-// available too (so the pair is deterministic under the route's index). It
-// takes the broker with the lower score
+// A v5 pick whose round-robin probe lands on an available broker (the
+// cascade's first stage: a first attempt on the fast path, or a retry)
+// compares that queue with a second candidate (choose, partner) and takes
+// the broker with the lower score
 //
-//	score = PeakEWMA(answered latency) x (attempts in flight + 1) + busy penalty x busyCost
+//	score = PeakEWMA(latency) / (1 + elapsed/loadDecay) x (attempts in flight + 1)
+//	        + what is left of the broker's push-back
 //
-// (a broker never answered scores as defaultRTT). Every other pick (a retry,
-// the later stages, fault tolerance off) is the cascade's own. Ordered sends
-// never come here: they bypass the strategy.
+// where elapsed runs from the PeakEWMA's last update to the latest time the
+// table saw an outcome (FaultTable.see: an atomic, not a clock read), and a
+// broker never answered scores as defaultRTT. A failure counts at least
+// failCost; each busy answer adds busyCost of push-back, at most busyHold
+// ahead, worked off as time passes. The later stages and fault tolerance off
+// are the cascade's own; ordered sends never come here.
 //
-// The pick path reads three atomics per candidate and increments the picked
-// broker's in-flight count: no lock, no allocation, no clock read. The
-// attempt's end (Pick.Done with an outcome that is not Pending) decrements
-// it and, for an answered or busy outcome, folds its latency into the
-// PeakEWMA, decayed by the time since the broker's last update (Done reads
-// the table's clock). A pick whose attempt never starts is uncounted by
+// The pick path reads a few atomics per candidate and increments the
+// picked broker's in-flight count: no lock, no allocation, no clock read.
+// The attempt's end (Pick.Done with an outcome that is not Pending)
+// decrements it and folds its latency into the PeakEWMA (Done reads the
+// table's clock). A pick whose attempt never starts is uncounted by
 // Pick.Release; producer.Drive calls one or the other for every pick. Both
 // find the broker's slot from the pick's queue through the route binding
 // the strategy picked from last (loadOf), by name only when that fails.
 
 // Load-aware constants: the PeakEWMA's decay time, the score of a broker
-// never answered, and what one unit of busy penalty (busyload.go) costs,
-// RocketMQ's waitTimeMillsInSendQueue (a busy answer means a full queue).
+// never answered, what one busy answer adds to the broker's push-back
+// (RocketMQ's waitTimeMillsInSendQueue: a busy answer means a full queue)
+// and the most it adds up to, and the least a failed attempt counts as.
 const (
 	loadDecay  = time.Second
 	defaultRTT = time.Millisecond
 	busyCost   = 200 * time.Millisecond
-	busyHold   = time.Second // the most push-back a broker's busy answers add up to
-	failCost   = time.Second // a failed attempt counts as a wait of at least this
+	busyHold   = time.Second
+	failCost   = time.Second
 )
 
 // loadAwarePolicy registers load-aware picks (policy.go). The knob is a

@@ -53,7 +53,9 @@ type Config struct {
 	RouteRefreshInterval time.Duration
 	// RetryBudget bounds a producer's retries to this share of its sends
 	// (Finagle's RetryBudget; retrybudget.go), plus RetryBudgetFloor a
-	// second, over a sliding 10 s window. A send whose retry the budget
+	// second, over a sliding 10 s window; a retry whose send ends answered
+	// is given back, so it bounds the retries that fail. 0.2 in
+	// DefaultConfig. A send whose retry the budget
 	// refuses ends with its last attempt's error wrapped in a
 	// *RetryBudgetError (errors.Is ErrRetryBudget). 0 turns the budget off
 	// (the reference's: every retry allowed); otherwise in (0, 10].
