@@ -85,8 +85,9 @@ func (e Env) Options() []latency.Option {
 //     producer.DefaultConfig: v5 with the detector and the policies past the
 //     reference on (isolation cap, backoff for repeat offenders, failed
 //     probes counted, 16 probes at a time, the cap holding busy brokers,
-//     recovered brokers back after 3 s of answered probes)
-//     and the 1 s per-attempt cap and retry budget of half the sends.
+//     recovered brokers back after 3 s of answered probes, load-aware
+//     picks) and the 1 s per-attempt cap and a retry budget of a fifth of
+//     the sends (retries that found an answer given back).
 //
 // Each call returns a new slice that the caller may change.
 func Strategies() []Strategy {
@@ -106,7 +107,7 @@ func Strategies() []Strategy {
 			Latency: v5, Producer: producer.Reference5()},
 		{Name: "v5+detector", Summary: "RocketMQ 5.3.3, latency fault tolerance and detector on",
 			Latency: v5d, Producer: producer.Reference5()},
-		{Name: "mqfault", Summary: "the mqfault preset: v5, detector, isolation cap holding busy brokers, backoff, probe failures, 1 s per-attempt cap, retry budget",
+		{Name: "mqfault", Summary: "the mqfault preset: v5, detector, isolation cap holding busy brokers, backoff, probe failures, recovery, load-aware picks, 1 s per-attempt cap, retry budget",
 			Latency: latency.DefaultConfig(), Producer: producer.DefaultConfig()},
 	}
 }
