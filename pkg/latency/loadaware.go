@@ -80,17 +80,18 @@ type brokerLoad struct {
 // the broker's push-back. The decay is read here, as Finagle's PeakEWMA
 // does, so a broker that was slow and then got no traffic does not keep
 // its score for ever (it would never be picked to show it recovered).
-func (l *brokerLoad) score(now int64) float64 {
-	rtt := float64(l.peak.Load())
+func (l *brokerLoad) score(now int64) int64 {
+	rtt := l.peak.Load()
 	if rtt <= 0 {
-		rtt = float64(defaultRTT)
+		rtt = int64(defaultRTT)
 	} else if el := now - l.stamp.Load(); el > 0 {
-		// 1/(1+x) for exp(-x): one division on the pick path, and the
-		// same first-order fade.
-		rtt /= 1 + float64(el)/float64(loadDecay)
-		rtt = max(rtt, float64(defaultRTT))
+		// 1/(1+x) for exp(-x): the same first-order fade, one division,
+		// only for a broker answered at least once.
+		rtt = max(int64(float64(rtt)/(1+float64(el)/float64(loadDecay))), int64(defaultRTT))
 	}
-	return rtt*float64(l.inflight.Load()+1) + float64(max(l.busyUntil.Load()-now, 0))
+	// Integer nanoseconds: a PeakEWMA of at most hours times any in-flight
+	// count an int64 holds stays far below its range.
+	return rtt*(l.inflight.Load()+1) + max(l.busyUntil.Load()-now, 0)
 }
 
 // uncount takes one attempt off the in-flight count, never below 0: a pick

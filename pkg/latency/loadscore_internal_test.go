@@ -37,7 +37,7 @@ func TestLoadScore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var l brokerLoad
 			tt.set(&l)
-			if got := l.score(tt.at); got < tt.want-1 || got > tt.want+1 {
+			if got := float64(l.score(tt.at)); got < tt.want-1 || got > tt.want+1 {
 				t.Errorf("score = %.0f, want %.0f", got, tt.want)
 			}
 		})
