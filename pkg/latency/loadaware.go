@@ -19,7 +19,7 @@ import (
 // compares that queue with a second candidate (choose, partner) and takes
 // the broker with the lower score
 //
-//	score = PeakEWMA(latency) / (1 + elapsed/loadDecay) x (attempts in flight + 1)
+//	score = PeakEWMA(latency) x exp(-elapsed/loadDecay) x (attempts in flight + 1)
 //	        + what is left of the broker's push-back
 //
 // where elapsed runs from the PeakEWMA's last update to the latest time the
@@ -85,9 +85,10 @@ func (l *brokerLoad) score(now int64) int64 {
 	if rtt <= 0 {
 		rtt = int64(defaultRTT)
 	} else if el := now - l.stamp.Load(); el > 0 {
-		// 1/(1+x) for exp(-x): the same first-order fade, one division,
-		// only for a broker answered at least once.
-		rtt = max(int64(float64(rtt)/(1+float64(el)/float64(loadDecay))), int64(defaultRTT))
+		// Finagle's fade, exp(-elapsed/decay), only for a broker answered
+		// at least once: a 600 ms answer weighs less than 1 ms after 6.4 s
+		// (1/(1+x), tried first, took ten minutes).
+		rtt = max(int64(float64(rtt)*math.Exp(-float64(el)/float64(loadDecay))), int64(defaultRTT))
 	}
 	// Integer nanoseconds: a PeakEWMA of at most hours times any in-flight
 	// count an int64 holds stays far below its range.

@@ -1,12 +1,13 @@
 package latency
 
 import (
+	"math"
 	"testing"
 	"time"
 )
 
 // TestLoadScore checks the load-aware score as a pick reads it, at the
-// table's last seen time: the PeakEWMA fades by 1/(1+t/decay) from its last
+// table's last seen time: the PeakEWMA fades by exp(-t/decay) from its last
 // update (so an idle broker's old latency does not keep it out for ever),
 // never below the score of a broker never answered; each busy answer adds
 // busyCost of push-back, at most busyHold ahead, worked off as time passes.
@@ -21,7 +22,8 @@ func TestLoadScore(t *testing.T) {
 	}{
 		{"never answered", func(*brokerLoad) {}, t0, float64(defaultRTT)},
 		{"just answered in 100ms", func(l *brokerLoad) { l.observe(t0, 100*time.Millisecond) }, t0, 100 * float64(ms)},
-		{"100ms, one decay time later: half", func(l *brokerLoad) { l.observe(t0, 100*time.Millisecond) }, t0 + int64(loadDecay), 50 * float64(ms)},
+		{"100ms, one decay time later: 1/e", func(l *brokerLoad) { l.observe(t0, 100*time.Millisecond) }, t0 + int64(loadDecay), 100 * float64(ms) / math.E},
+		{"600ms, 7 decay times later: under a millisecond, the floor", func(l *brokerLoad) { l.observe(t0, 600*time.Millisecond) }, t0 + 7*int64(loadDecay), float64(defaultRTT)},
 		{"faded to the floor", func(l *brokerLoad) { l.observe(t0, 2*time.Millisecond) }, t0 + 100*int64(loadDecay), float64(defaultRTT)},
 		{"in flight multiplies", func(l *brokerLoad) { l.observe(t0, 10*time.Millisecond); l.inflight.Store(3) }, t0, 40 * float64(ms)},
 		{"one busy answer", func(l *brokerLoad) { l.end(t0, Outcome{Class: ClassBusy}) }, t0, float64(defaultRTT) + float64(busyCost)},
