@@ -141,11 +141,11 @@ type Config struct {
 	// too soon (POLICIES.md); RecoveredAfter is the same cut with guards.
 	ProbeEndsBackoff bool
 	// ReleaseOnPushBack makes the isolation cap follow capacity
-	// (pushback.go): besides what MaxIsolatedFraction releases (then the
-	// last resort), the cap keeps one reachable isolated broker in service
-	// for each broker of the route in service that pushes back (answers
-	// busy, or slower than PushBackLatency), the least bad first. It takes
-	// effect with the cap on.
+	// (pushback.go): besides what MaxIsolatedFraction releases, the cap
+	// keeps one reachable isolated broker in service for each broker of the
+	// route in service that pushes back (answers busy, or slower than
+	// PushBackLatency), the least bad first. It takes effect with the cap
+	// on. Off in every preset (POLICIES.md).
 	ReleaseOnPushBack bool
 	// PushBackLatency is the answer latency above which a broker pushes
 	// back under ReleaseOnPushBack; 0 means DefaultPushBackLatency (50 ms,

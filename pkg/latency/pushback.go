@@ -6,11 +6,10 @@ import (
 	"github.com/mqfault/mqfault/internal/configerr"
 )
 
-// This file holds the rule that makes the isolation cap follow capacity
-// rather than a fixed fraction (Config.ReleaseOnPushBack): the cap keeps
-// isolating slow or failing brokers while the brokers left in service are
-// healthy, and keeps the least bad isolated ones in service only while those
-// left in service push back.
+// This file holds the rule that makes the isolation cap follow capacity as
+// well as a fixed fraction (Config.ReleaseOnPushBack): beyond what the
+// fraction releases, the cap keeps more of the least bad isolated brokers
+// in service only while those left in service push back.
 //
 // A broker pushes back when it answers busy (ClassBusy: SYSTEM_BUSY,
 // TOO_MANY_REQUESTS) or answers slower than Config.PushBackLatency (its
@@ -21,13 +20,17 @@ import (
 // the hold keeps the released set from flapping with every answer.
 //
 // The cap (isolationcap.go) then keeps in service, on top of what
-// MaxIsolatedFraction releases (which becomes the last resort, Envoy's
-// panic threshold), one isolated broker for each broker of the route in
-// service that pushes back: the least bad, and only a reachable one (a
-// broker whose probe fails adds no capacity, only timeouts). So a majority
-// of slow brokers stays isolated while the rest carry the load, and a
-// broker that recovered (its probe answers) comes back as soon as the
-// others run out of room, not when its backoff runs out.
+// MaxIsolatedFraction releases (unchanged), one isolated broker for each
+// broker of the route in service that pushes back: the least bad, and only
+// a reachable one (a broker whose probe fails adds no capacity, only
+// timeouts). So a broker that recovered (its probe answers) comes back as
+// soon as the others run out of room, not when its backoff runs out.
+//
+// Off in every preset: in the simulator it brought slow brokers into
+// service where the others' queueing, not their capacity, was the
+// push-back (hot-broker-queue), and the variants that also let the
+// fraction bind only when no healthy broker was left lost many-slow
+// (POLICIES.md, "Release on push-back").
 
 // Defaults of the pushback rule's settings.
 const (

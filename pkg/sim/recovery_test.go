@@ -177,14 +177,13 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 			rep := mustRun(t, load(t, path), WithStrategies(on, off))
 			a, b := rep.Results[0], rep.Results[1]
 			t.Logf("with the rule %d sends, %d failed, p99 %v; without %d, %d, %v", a.Sends, a.Failed, a.Latency.P99, b.Sends, b.Failed, b.Latency.P99)
-			// p99 within 0.5%: where the detector cannot tell a flap's up
+			// p99 within 0.1%: where the detector cannot tell a flap's up
 			// phase from a recovery (flapping-long), a trial in the up phase
 			// costs one attempt round, as the expiry it replaces does, and
-			// moves the p99 by some microseconds either way from seed to
-			// seed (seed 1: +0.03% with round-robin picks, +0.10% (21 us)
-			// and 0.45% fewer sends with load-aware ones).
-			if a.Failed > b.Failed || 1000*a.Latency.P99 > 1005*b.Latency.P99 {
-				t.Errorf("the rule costs here: want no more failed sends and a p99 no more than 0.5%% higher")
+			// moves the p99 by a few microseconds either way from seed to
+			// seed (seed 1: +0.03%; seeds 2-4: equal or lower).
+			if a.Failed > b.Failed || 1000*a.Latency.P99 > 1001*b.Latency.P99 {
+				t.Errorf("the rule costs here: want no more failed sends and a p99 no more than 0.1%% higher")
 			}
 		})
 	}
