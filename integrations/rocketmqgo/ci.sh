@@ -71,21 +71,16 @@ GOWORK=off GOFLAGS="${GOFLAGS:-} -modfile=$tmp/master/go.mod" go test -race -cou
 step "a consumer module outside the repository resolves and builds (README's go.mod)"
 consumer="$tmp/consumer"
 mkdir -p "$consumer"
-cat > "$consumer/go.mod" <<MOD
-module example.com/consumer
-
-go 1.26.0
-
-require (
-	github.com/mqfault/mqfault v0.0.0-00010101000000-000000000000
-	github.com/mqfault/mqfault/integrations/rocketmqgo v0.0.0-00010101000000-000000000000
-)
-
-replace (
-	github.com/mqfault/mqfault => $root
-	github.com/mqfault/mqfault/integrations/rocketmqgo => $here
-)
-MOD
+# The go.mod is the integration's block of the root README's Install section
+# (the second go.mod block; internal/doccheck's TestReadmeInstall checks that this
+# README gives the same lines), with the checkout's path for /src/mqfault.
+{
+  printf 'module example.com/consumer\n\ngo 1.26.0\n\n'
+  awk '/^## Install$/{s=1;next} s&&/^## /{exit} s&&/^```go.mod$/{n++;if(n==2){b=1;next}} b&&/^```$/{exit} b{print}' "$root/README.md" \
+    | sed "s#/src/mqfault#$root#g"
+} > "$consumer/go.mod"
+grep -q "integrations/rocketmqgo => $root/integrations/rocketmqgo" "$consumer/go.mod" \
+  || { echo "README's Install section has no integration go.mod block:"; cat "$consumer/go.mod"; exit 1; }
 cat > "$consumer/main.go" <<'GO'
 package main
 
