@@ -1,0 +1,275 @@
+package doccheck
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A fenced block in a markdown file with no language says what it is in an HTML comment
+// on the line before it, and TestPlainBlocks holds it to that:
+//
+//	<!-- output: mqfault ARGS -->  its lines are a contiguous run of what `mqfault ARGS`,
+//	                               run from the repository's root, prints on stdout
+//	                               (trailing spaces aside)
+//	<!-- synopsis -->              lines "mqfault COMMAND [flags]" (indented lines go on
+//	                               the line before): each names exactly the flags that
+//	                               `mqfault help COMMAND` lists
+//	<!-- tree -->                  each line starts with a path that exists in the repository
+//	<!-- text: WHY -->             not checked, and why (an illustration that cannot run here)
+//
+// A plain block with no such comment is an error: documentation says what its
+// figures are, so a test can hold them to the code.
+type block struct {
+	file   string // relative to the repository's root
+	line   int    // of the opening fence
+	marker string // the comment's text between "<!--" and "-->", trimmed; "" if none
+	lines  []string
+}
+
+var markerRE = regexp.MustCompile(`^<!--\s*(.*?)\s*-->$`)
+
+// plainBlocks returns every fenced block without a language in the repository's
+// tracked markdown files.
+func plainBlocks(t *testing.T, root string) []block {
+	t.Helper()
+	var out []block
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		var cur *block
+		prev := ""
+		inTyped := false
+		for i, raw := range strings.Split(string(text), "\n") {
+			line := strings.TrimSpace(raw)
+			switch {
+			case cur != nil && line == "```":
+				out = append(out, *cur)
+				cur = nil
+			case cur != nil:
+				cur.lines = append(cur.lines, strings.TrimRight(raw, " \t"))
+			case inTyped && line == "```":
+				inTyped = false
+			case inTyped:
+			case line == "```":
+				cur = &block{file: rel, line: i + 1}
+				if m := markerRE.FindStringSubmatch(prev); m != nil {
+					cur.marker = m[1]
+				}
+			case strings.HasPrefix(line, "```"):
+				inTyped = true
+			}
+			if line != "" {
+				prev = line
+			}
+		}
+		if cur != nil {
+			t.Errorf("%s:%d: a fenced block that never ends", rel, cur.line)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// mqfault builds the command once per test binary and returns its path.
+func mqfault(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "doccheck")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mqfault")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/mqfault")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/mqfault: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// run runs mqfault with args from the repository's root and returns its stdout.
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(mqfault(t), args...)
+	cmd.Dir = repoRoot(t)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mqfault %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+func TestPlainBlocks(t *testing.T) {
+	root := repoRoot(t)
+	outputs := map[string]string{} // command line -> stdout, each run once
+	for _, b := range plainBlocks(t, root) {
+		where := fmt.Sprintf("%s:%d", b.file, b.line)
+		kind, arg, _ := strings.Cut(b.marker, ":")
+		arg = strings.TrimSpace(arg)
+		switch strings.TrimSpace(kind) {
+		case "output":
+			args := strings.Fields(arg)
+			if len(args) == 0 || args[0] != "mqfault" {
+				t.Errorf("%s: <!-- output: %s -->: the command must be mqfault ARGS", where, arg)
+				continue
+			}
+			out, ok := outputs[arg]
+			if !ok {
+				out = run(t, args[1:]...)
+				outputs[arg] = out
+			}
+			if !containsRun(lines(out), b.lines) {
+				t.Errorf("%s: the block is not what `%s` prints.\n--- the block\n%s\n--- the output\n%s", where, arg, strings.Join(b.lines, "\n"), out)
+			}
+		case "synopsis":
+			checkSynopsis(t, where, b.lines)
+		case "tree":
+			for i, l := range b.lines {
+				f := strings.Fields(l)
+				if len(f) == 0 {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, strings.TrimSuffix(f[0], "/"))); err != nil {
+					t.Errorf("%s: line %d names %s, which the repository does not have", where, i+1, f[0])
+				}
+			}
+		case "text":
+			if arg == "" {
+				t.Errorf("%s: <!-- text: WHY -->: say why the block cannot be checked", where)
+			}
+		default:
+			t.Errorf("%s: a fenced block without a language needs a comment on the line before it saying what it is "+
+				"(<!-- output: mqfault ARGS -->, <!-- synopsis -->, <!-- tree --> or <!-- text: WHY -->), got %q", where, b.marker)
+		}
+	}
+}
+
+// lines splits text into lines without trailing spaces.
+func lines(text string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		out = append(out, strings.TrimRight(sc.Text(), " \t"))
+	}
+	return out
+}
+
+// containsRun says whether want occurs in have as a contiguous run.
+func containsRun(have, want []string) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for i := 0; i+len(want) <= len(have); i++ {
+		if slices.Equal(have[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+var flagRE = regexp.MustCompile(`(?:^|[\s\[|(])(--?[a-z][a-z0-9-]*)`)
+
+// checkSynopsis checks each "mqfault COMMAND ..." line of a synopsis against the
+// command's help: every flag it names exists, and together the lines of a command name
+// all of its flags.
+func checkSynopsis(t *testing.T, where string, block []string) {
+	t.Helper()
+	named := map[string]map[string]bool{}
+	var order []string
+	cmd := ""
+	for _, l := range block {
+		if code, _, _ := strings.Cut(l, "#"); strings.HasPrefix(l, "mqfault ") {
+			f := strings.Fields(code)
+			cmd = f[1]
+			if named[cmd] == nil {
+				named[cmd] = map[string]bool{}
+				order = append(order, cmd)
+			}
+			l = code
+		} else if cmd == "" || !strings.HasPrefix(l, " ") {
+			t.Errorf("%s: synopsis line %q is neither `mqfault COMMAND ...` nor its continuation", where, l)
+			continue
+		} else {
+			l = code
+		}
+		for _, m := range flagRE.FindAllStringSubmatch(l, -1) {
+			named[cmd][m[1]] = true
+		}
+	}
+	for _, c := range order {
+		help := helpFlags(t, c)
+		for f := range named[c] {
+			if f == "--version" && c == "version" {
+				continue
+			}
+			if !help[f] {
+				t.Errorf("%s: the synopsis gives `mqfault %s` a flag %s that its help does not list", where, c, f)
+			}
+		}
+		for f := range help {
+			if !named[c][f] {
+				t.Errorf("%s: the synopsis of `mqfault %s` leaves out its flag %s", where, c, f)
+			}
+		}
+	}
+}
+
+var helpFlagRE = regexp.MustCompile(`^\s+(--?[a-z][a-z0-9-]*)`)
+
+// helpFlags returns the flags `mqfault help COMMAND` lists.
+func helpFlags(t *testing.T, command string) map[string]bool {
+	t.Helper()
+	flags := map[string]bool{}
+	for _, l := range lines(run(t, "help", command)) {
+		if m := helpFlagRE.FindStringSubmatch(l); m != nil {
+			flags[m[1]] = true
+		}
+	}
+	return flags
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
