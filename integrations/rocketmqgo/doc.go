@@ -20,7 +20,10 @@
 //   - The loop asks a RouteSource for the topic's queues. Ours learns them
 //     from the client itself: the list the client hands the queue selector on
 //     every send, and, for a topic not seen yet, a route probe (a client call
-//     whose selector answers nil, so nothing is sent).
+//     whose selector answers nil, so nothing is sent). The learnt route has
+//     each queue of the list once and leaves out entries no route can have
+//     (an empty broker name, a queue id over route.MaxQueuesPerBroker),
+//     logging and counting them (Producer.RouteDrops).
 //   - Each attempt is one Client.SendSync or SendOneWay call; the selector
 //     finds the attempt's queue through a per-message slot, and the client's
 //     error is mapped to the loop's typed errors (see the Transport contract

@@ -131,7 +131,7 @@ func newProducer(client Client, o options) (*Producer, error) {
 		shutDone: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.routes = &clientRoutes{probe: p.probe, changed: p.routeChanged}
+	p.routes = &clientRoutes{probe: p.probe, changed: p.routeChanged, log: o.log}
 	p.sel = newSelector(p.routes.learn)
 	p.addrs = newAddressBook(p.routes, o.log)
 	stratOpts := append([]latency.Option{

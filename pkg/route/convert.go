@@ -12,6 +12,11 @@ import (
 // data asking for more is refused rather than allocated.
 const MaxQueuesPerBroker = 1 << 16
 
+// MaxBrokerEntries bounds the entries of each list of route data (queue
+// data, broker data, static queue mappings), whatever they contribute: an
+// entry with no write queue costs a conversion as much as any other.
+const MaxBrokerEntries = 1 << 16
+
 // maxQueues bounds the queues of one topic, whatever its kind; route data
 // that would make more is refused before anything is allocated.
 const maxQueues = 16 * MaxQueuesPerBroker
@@ -30,11 +35,17 @@ const maxQueues = 16 * MaxQueuesPerBroker
 //     has a master address.
 //
 // Data the reference would fail on (a malformed OrderTopicConf) or that can
-// only be garbage (negative or huge queue counts, empty broker names, nil
-// data) is an error matching ErrInvalidRoute that names the field and value.
+// only be garbage (negative or huge queue counts, empty broker names, more
+// than MaxBrokerEntries entries in a list, nil data) is an error matching
+// ErrInvalidRoute that names the field and value. The conversion takes time
+// linear in the entries and the queues, besides sorting the queue data by
+// broker name.
 func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*PublishInfo, error) {
 	if data == nil {
 		return nil, &Error{Topic: topic, Field: "route data", Reason: "is nil"}
+	}
+	if err := checkEntries(topic, data); err != nil {
+		return nil, err
 	}
 	for i, qd := range data.QueueDatas {
 		if qd.BrokerName == "" {
@@ -45,10 +56,23 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 				Reason: "must be between 0 and " + strconv.Itoa(MaxQueuesPerBroker)}
 		}
 	}
-	sorted := slices.Clone(data.QueueDatas)
-	slices.SortStableFunc(sorted, func(a, b QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
-	writeNums := make(map[string]int)
-	for _, qd := range sorted {
+	// The queue data's positions in order of broker name, those of one name
+	// in input order (a stable sort, as the reference's, without moving the
+	// entries).
+	qds := data.QueueDatas
+	sorted := make([]int, len(qds))
+	for i := range sorted {
+		sorted[i] = i
+	}
+	slices.SortFunc(sorted, func(a, b int) int {
+		if c := strings.Compare(qds[a].BrokerName, qds[b].BrokerName); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	writeNums := make(map[string]int, len(qds))
+	for _, i := range sorted {
+		qd := &qds[i]
 		if _, seen := writeNums[qd.BrokerName]; !seen && Writable(qd.Perm) {
 			writeNums[qd.BrokerName] = qd.WriteQueueNums
 		}
@@ -73,17 +97,24 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 		broker string
 		nums   int
 	}
+	firstData := make(map[string]int, len(data.BrokerDatas)) // broker name -> index of its first broker data
+	for i, bd := range data.BrokerDatas {
+		if _, seen := firstData[bd.BrokerName]; !seen {
+			firstData[bd.BrokerName] = i
+		}
+	}
 	var shares []share
 	total := 0
-	for _, qd := range sorted {
+	for _, i := range sorted {
+		qd := &qds[i]
 		if !Writable(qd.Perm) {
 			continue
 		}
-		bd, ok := findBroker(data.BrokerDatas, qd.BrokerName)
+		b, ok := firstData[qd.BrokerName]
 		if !ok {
 			continue // the reference skips queue data whose broker it does not know yet
 		}
-		if _, ok := bd.MasterAddr(); !ok {
+		if _, ok := data.BrokerDatas[b].MasterAddr(); !ok {
 			continue
 		}
 		if total += qd.WriteQueueNums; total > maxQueues {
@@ -101,13 +132,23 @@ func NewPublishInfo(topic string, data *TopicRouteData, opts ...Option) (*Publis
 	return newPublishInfo(topic, queues, false, writeNums, opts), nil
 }
 
-func findBroker(bds []BrokerData, name string) (BrokerData, bool) {
-	for _, bd := range bds {
-		if bd.BrokerName == name {
-			return bd, true
+// checkEntries refuses route data with a list longer than MaxBrokerEntries,
+// before anything is allocated for it.
+func checkEntries(topic string, data *TopicRouteData) error {
+	for _, l := range []struct {
+		field string
+		n     int
+	}{
+		{"queueDatas", len(data.QueueDatas)},
+		{"brokerDatas", len(data.BrokerDatas)},
+		{"topicQueueMappingByBroker", len(data.TopicQueueMappingByBroker)},
+	} {
+		if l.n > MaxBrokerEntries {
+			return &Error{Topic: topic, Field: l.field, Value: strconv.Itoa(l.n) + " entries",
+				Reason: "are more than the bound of " + strconv.Itoa(MaxBrokerEntries) + " entries (route.MaxBrokerEntries)"}
 		}
 	}
-	return BrokerData{}, false
+	return nil
 }
 
 // parseOrderConf reads "brokerA:4;brokerB:4" as the reference does: entries

@@ -391,12 +391,37 @@ func TestNewPublishInfoInvalid(t *testing.T) {
 			data:      manyScopes(17, route.MaxQueuesPerBroker),
 			wantField: "topicQueueMappingByBroker",
 		},
+		{
+			name:      "too many queue data entries, none with a write queue",
+			data:      manyBrokers(route.MaxBrokerEntries+1, 0),
+			wantField: "queueDatas",
+		},
+		{
+			name:      "too many unwritable queue data entries",
+			data:      manyUnwritable(route.MaxBrokerEntries + 1),
+			wantField: "queueDatas",
+		},
+		{
+			name:      "too many broker data entries",
+			data:      manyBrokerDatas(route.MaxBrokerEntries + 1),
+			wantField: "brokerDatas",
+		},
+		{
+			name:      "too many static mappings, none with a scope",
+			data:      manyMappings(route.MaxBrokerEntries + 1),
+			wantField: "topicQueueMappingByBroker",
+		},
+		{
+			name:      "too many queue data entries of an ordered topic",
+			data:      ordered(manyBrokers(route.MaxBrokerEntries+1, 0), "a:1"),
+			wantField: "queueDatas",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			info, err := route.NewPublishInfo("T", tt.data)
 			if info != nil {
-				t.Errorf("NewPublishInfo() = %v, want nil", info)
+				t.Errorf("NewPublishInfo() = a publish info of %d queues, want nil", info.Len())
 			}
 			if !errors.Is(err, route.ErrInvalidRoute) {
 				t.Fatalf("NewPublishInfo() error = %v, want one matching ErrInvalidRoute", err)
@@ -593,6 +618,53 @@ func manyBrokers(brokers, queues int) *route.TopicRouteData {
 	return data
 }
 
+// TestNewPublishInfoEntryBound checks that a list of route data over
+// MaxBrokerEntries is refused with an error naming the list, its length and
+// the bound, though its entries contribute no queue.
+func TestNewPublishInfoEntryBound(t *testing.T) {
+	n := route.MaxBrokerEntries + 1
+	_, err := route.NewPublishInfo("T", manyBrokers(n, 0))
+	if err == nil {
+		t.Fatalf("NewPublishInfo(%d brokers with no write queue) error = nil, want one", n)
+	}
+	for _, want := range []string{"queueDatas", strconv.Itoa(n) + " entries", strconv.Itoa(route.MaxBrokerEntries)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("NewPublishInfo() error = %q, want it to say %q", err, want)
+		}
+	}
+}
+
+// manyUnwritable is n read-only brokers of one queue each.
+func manyUnwritable(n int) *route.TopicRouteData {
+	data := manyBrokers(n, 1)
+	for i := range data.QueueDatas {
+		data.QueueDatas[i].Perm = route.PermRead
+	}
+	return data
+}
+
+// manyBrokerDatas is one broker with a queue and n broker data entries.
+func manyBrokerDatas(n int) *route.TopicRouteData {
+	data := manyBrokers(n, 0)
+	data.QueueDatas = []route.QueueData{qd("b0", 1, rw)}
+	return data
+}
+
+// manyMappings is n static queue mappings without a scope.
+func manyMappings(n int) *route.TopicRouteData {
+	data := &route.TopicRouteData{TopicQueueMappingByBroker: make(map[string]route.TopicQueueMappingInfo, n)}
+	for i := range n {
+		data.TopicQueueMappingByBroker["b"+strconv.Itoa(i)] = route.TopicQueueMappingInfo{TotalQueues: 1}
+	}
+	return data
+}
+
+// ordered makes data an ordered topic of conf.
+func ordered(data *route.TopicRouteData, conf string) *route.TopicRouteData {
+	data.OrderTopicConf = route.Str(conf)
+	return data
+}
+
 func manyScopes(scopes, queues int) *route.TopicRouteData {
 	data := &route.TopicRouteData{TopicQueueMappingByBroker: map[string]route.TopicQueueMappingInfo{}}
 	for i := range scopes {
@@ -613,6 +685,7 @@ func TestNewPublishInfoLimits(t *testing.T) {
 		{"normal", manyBrokers(1, route.MaxQueuesPerBroker), route.MaxQueuesPerBroker},
 		{"static", manyScopes(2, route.MaxQueuesPerBroker/2), route.MaxQueuesPerBroker},
 		{"ordered", &route.TopicRouteData{OrderTopicConf: route.Str("a:65536")}, route.MaxQueuesPerBroker},
+		{"as many brokers as the entry bound", manyBrokers(route.MaxBrokerEntries, 1), route.MaxBrokerEntries},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,7 +50,8 @@ func newPublishInfo(topic string, queues []MessageQueue, ordered bool, writeNums
 		queues:      queues,
 		ordered:     ordered,
 		queueBroker: make([]int32, len(queues)),
-		brokerIndex: make(map[string]int32),
+		// A size hint: a normal topic's brokers are among writeNums'.
+		brokerIndex: make(map[string]int32, min(len(queues), len(writeNums))),
 		writeNums:   writeNums,
 	}
 	for i, q := range queues {
