@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
@@ -58,3 +59,29 @@ func ExampleNewProducer() {
 	// stored on broker-a: 10 of 10
 	// broker-b isolated: true
 }
+
+// readmeSend is the README's snippet: the wrapper in place of
+// rocketmq.NewProducer, started, sending once.
+func readmeSend(ctx context.Context, body []byte) error {
+	p, err := rocketmqgo.NewProducer([]producer.Option{ // the options you gave rocketmq.NewProducer
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{"127.0.0.1:9876"})),
+		producer.WithGroupName("orders"),
+	})
+	if err != nil {
+		return err
+	}
+	// p is a rocketmq.Producer
+	if err := p.Start(); err != nil {
+		return err
+	}
+	defer p.Shutdown()
+	res, err := p.SendSync(ctx, primitive.NewMessage("TopicTest", body))
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.MsgID)
+	return nil
+}
+
+// p is a rocketmq.Producer, as the README's snippet says.
+var _ rocketmq.Producer = (*rocketmqgo.Producer)(nil)

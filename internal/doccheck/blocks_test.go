@@ -32,6 +32,7 @@ import (
 type block struct {
 	file   string // relative to the repository's root
 	line   int    // of the opening fence
+	lang   string // the fence's info string ("go", "go.mod"); "" if none
 	marker string // the comment's text between "<!--" and "-->", trimmed; "" if none
 	lines  []string
 }
@@ -39,8 +40,15 @@ type block struct {
 var markerRE = regexp.MustCompile(`^<!--\s*(.*?)\s*-->$`)
 
 // plainBlocks returns every fenced block without a language in the repository's
-// tracked markdown files.
+// markdown files.
 func plainBlocks(t *testing.T, root string) []block {
+	t.Helper()
+	return blocksIn(t, root, "")
+}
+
+// blocksIn returns every fenced block whose language is lang in the repository's
+// markdown files (those under testdata aside).
+func blocksIn(t *testing.T, root, lang string) []block {
 	t.Helper()
 	var out []block
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -60,25 +68,21 @@ func plainBlocks(t *testing.T, root string) []block {
 		rel, _ := filepath.Rel(root, path)
 		var cur *block
 		prev := ""
-		inTyped := false
 		for i, raw := range strings.Split(string(text), "\n") {
 			line := strings.TrimSpace(raw)
 			switch {
 			case cur != nil && line == "```":
-				out = append(out, *cur)
+				if cur.lang == lang {
+					out = append(out, *cur)
+				}
 				cur = nil
 			case cur != nil:
 				cur.lines = append(cur.lines, strings.TrimRight(raw, " \t"))
-			case inTyped && line == "```":
-				inTyped = false
-			case inTyped:
-			case line == "```":
-				cur = &block{file: rel, line: i + 1}
+			case strings.HasPrefix(line, "```"):
+				cur = &block{file: rel, line: i + 1, lang: strings.TrimSpace(line[3:])}
 				if m := markerRE.FindStringSubmatch(prev); m != nil {
 					cur.marker = m[1]
 				}
-			case strings.HasPrefix(line, "```"):
-				inTyped = true
 			}
 			if line != "" {
 				prev = line

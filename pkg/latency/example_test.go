@@ -313,3 +313,47 @@ func ExampleNewDetector() {
 	// latency: Interval = 0s: must be positive
 	// latency: Timeout = 0s: must be positive
 }
+
+// The root README's "Compose a strategy": a strategy with the detector, one
+// pick over a route built in code, the attempt's outcome reported through the
+// pick.
+func ExampleNewStrategy_compose() {
+	queues := []route.MessageQueue{{BrokerName: "broker-a"}, {BrokerName: "broker-b", QueueID: 1}}
+	var sent route.MessageQueue
+	err := composeAndSend(queues, func(q route.MessageQueue) error {
+		sent = q
+		return nil
+	})
+	fmt.Println(sent.Topic, err)
+	// Output: orders <nil>
+}
+
+// composeAndSend is the README's snippet: sendTo stands for the user's send.
+func composeAndSend(queues []route.MessageQueue, sendTo func(route.MessageQueue) error) error {
+	strategy, err := latency.NewStrategy(latency.DefaultConfig(),
+		latency.WithResolver(latency.StaticResolver{"broker-a": "10.0.0.1:10911", "broker-b": "10.0.0.2:10911"}),
+		latency.WithServiceDetector(latency.TCPDetector{}), // probes isolated brokers
+	)
+	if err != nil {
+		return err
+	}
+	strategy.Start() // the background detector
+	defer strategy.Close()
+
+	info, err := route.NewPublishInfoFromQueues("orders", queues) // or route.NewPublishInfo(topic, routeData)
+	if err != nil {
+		return err
+	}
+	pick, _ := strategy.Select(info, latency.PickInfo{}) // retries: PickInfo{LastBroker: b, ResetIndex: true}
+	start := time.Now()
+	err = sendTo(*pick.Queue)
+	// Report what the attempt met through its pick: the strategy applies its mode's
+	// update rules (a transport error isolates the broker, and marks it unreachable
+	// while the detector is on; a slow success isolates it per the duration table).
+	class := latency.ClassAnswered
+	if err != nil {
+		class = latency.ClassTransportFailed // or ClassBusy, ClassBroker, ClassClient, ...
+	}
+	pick.Done(latency.Outcome{Class: class, Latency: time.Since(start), Err: err})
+	return err
+}

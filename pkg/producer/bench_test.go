@@ -11,7 +11,7 @@ import (
 
 // benchProducer is a producer on the real clock over a Transport that
 // answers at once, with fault tolerance on and 16 brokers of 4 queues.
-func benchProducer(b *testing.B, tr producer.Transport, clock latency.Clock) (*producer.Producer, *latency.Strategy) {
+func benchProducer(b testing.TB, tr producer.Transport, clock latency.Clock) (*producer.Producer, *latency.Strategy) {
 	b.Helper()
 	scfg := latency.Reference5()
 	scfg.FaultTolerance = true

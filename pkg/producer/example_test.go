@@ -95,3 +95,58 @@ func ExampleLoop() {
 	// attempt 1 on b (last "a", reset true, timeout 2.5s): update {Broker:b Latency:30ms Isolation:false Reachable:true}, retry false
 	// answered SEND_OK <nil> 530ms
 }
+
+// The READMEs' producer: a send over your Transport and RouteSource with the
+// strategy picking every attempt, on the real clock and on one of yours.
+func ExampleNew() {
+	strategy, err := latency.NewStrategy(latency.Reference5())
+	if err != nil {
+		panic(err)
+	}
+	defer strategy.Close()
+	routes := &producer.StaticRoutes{}
+	routes.SetQueues("orders", map[string]int{"broker-a": 2})
+	transport := producer.TransportFunc(func(_ context.Context, a producer.Attempt) (producer.Result, error) {
+		return producer.Result{MsgID: "id-1"}, nil // put a.Message on a.Queue here
+	})
+	ctx, body := context.Background(), []byte("hello")
+	fmt.Println(readmeSend(ctx, transport, routes, strategy, body))
+	clock := latency.NewManualClock(time.Unix(0, 0)) // the producer's budgets on a clock of yours
+	fmt.Println(readmeSendWithClock(ctx, transport, routes, strategy, clock, body))
+	// Output:
+	// SEND_OK id-1 broker-a
+	// <nil>
+	// SEND_OK id-1 broker-a
+	// <nil>
+}
+
+// readmeSend is the root README's snippet.
+func readmeSend(ctx context.Context, transport producer.Transport, routes producer.RouteSource, strategy *latency.Strategy, body []byte) error {
+	p, err := producer.New(transport, routes, strategy, producer.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	defer p.Close() // before strategy.Close()
+	res, err := p.SendSync(ctx, &producer.Message{Topic: "orders", Body: body})
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Status, res.MsgID, res.Queue.BrokerName)
+	return nil
+}
+
+// readmeSendWithClock is pkg/producer/README's snippet: the producer on a
+// clock of your own (a latency.ManualClock in tests).
+func readmeSendWithClock(ctx context.Context, transport producer.Transport, routes producer.RouteSource, strategy *latency.Strategy, clock latency.Clock, body []byte) error {
+	p, err := producer.New(transport, routes, strategy, producer.DefaultConfig(), producer.WithClock(clock))
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	res, err := p.SendSync(ctx, &producer.Message{Topic: "orders", Body: body})
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Status, res.MsgID, res.Queue.BrokerName)
+	return nil
+}

@@ -2,10 +2,12 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/plugins/host"
 )
@@ -51,4 +53,72 @@ func ExampleNewFilter() {
 	_ = zf.Refresh(context.Background()) // at start-up: wait for the first verdicts
 	pick, _ := s.Select(info, latency.PickInfo{})
 	fmt.Println(pick.Queue)
+}
+
+// A plugin that cannot be started is an error before anything else is built:
+// plugins/README's two snippets (detectorStrategy, filterProducer), run where
+// the README's plugin paths name no file.
+func ExampleNewDetector_notStarted() {
+	resolver := latency.StaticResolver{"broker-a": "10.0.0.7:10911"}
+	err := detectorStrategy(resolver)
+	var se *host.StartError
+	fmt.Println(errors.As(err, &se))
+
+	transport := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
+		return producer.Result{}, nil
+	})
+	err = filterProducer(context.Background(), resolver, transport, &producer.StaticRoutes{})
+	fmt.Println(errors.As(err, &se))
+	// Output:
+	// true
+	// true
+}
+
+// detectorStrategy is plugins/README's "Using a detector plugin".
+func detectorStrategy(resolver latency.Resolver) error {
+	d, err := host.NewDetector(host.Config{
+		Path:   "/usr/lib/mqfault/grpc-health-detector",
+		Args:   []string{"--service", "broker"},
+		SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", // optional pin
+	})
+	if err != nil {
+		return err // *host.StartError: ErrChecksum, ErrHandshake, ErrIncompatible or ErrStart
+	}
+	defer d.Close()
+
+	strategy, err := latency.NewStrategy(latency.DefaultConfig(),
+		latency.WithResolver(resolver), latency.WithServiceDetector(d))
+	if err != nil {
+		return err
+	}
+	defer strategy.Close()
+	return strategy.Start()
+}
+
+// filterProducer is plugins/README's "Using a filter plugin".
+func filterProducer(ctx context.Context, resolver latency.Resolver, transport producer.Transport, routes producer.RouteSource) error {
+	zf, err := host.NewFilter(host.FilterConfig{Config: host.Config{
+		Path: "/usr/lib/mqfault/zone-filter",
+		Args: []string{"--zones", "/etc/mqfault/zones.txt", "--zone", "az1"},
+	}})
+	if err != nil {
+		return err
+	}
+	defer zf.Close()
+
+	cfg := latency.DefaultConfig()
+	cfg.Filters = []route.QueueFilter{zf}
+	strategy, err := latency.NewStrategy(cfg, latency.WithResolver(resolver))
+	if err != nil {
+		return err
+	}
+	defer strategy.Close()
+
+	p, err := producer.New(transport, routes, strategy, producer.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	_ = zf.Refresh(ctx) // optional, at start-up: wait for the first verdicts
+	return nil
 }

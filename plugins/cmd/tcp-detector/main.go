@@ -15,5 +15,5 @@ import (
 )
 
 func main() {
-	sdk.ServeDetector(latency.TCPDetector{})
+	sdk.ServeDetector(latency.TCPDetector{}) // any latency.ServiceDetector
 }

@@ -68,3 +68,27 @@ func Example() {
 	// SEND_MESSAGE TopicTest 2 [order-1] answered SUCCESS
 	// SEND_MESSAGE TopicTest 2 [order-1] answered SYSTEM_BUSY
 }
+
+// readmeUse is the README's snippet ("Use"): two brokers behind a name
+// server, the real producer over them, faults on demand, a wait on the log.
+func readmeUse(ctx context.Context) ([]remotingtest.Request, error) {
+	ns, _ := remotingtest.NewNameServer()      // Close() it when done
+	a, _ := remotingtest.NewBroker("broker-a") // idem
+	b, _ := remotingtest.NewBroker("broker-b")
+	_ = ns.SetRoute("TopicTest", remotingtest.RouteOf(4, a, b)) // 4 read/write queues each, perm 6
+
+	p, _ := rocketmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns.Addr()})),
+		producer.WithInstanceName("unique-per-producer"), // see "client facts" below
+		producer.WithRetry(0))
+	_ = p.Start()
+
+	_ = b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy}) // from now on
+	_ = a.Refuse()                                                        // until a.Resume()
+	rs, err := a.Await(ctx, func(rs []remotingtest.Request) bool { return len(rs) > 3 })
+	defer ns.Close()
+	defer a.Close()
+	defer b.Close()
+	defer p.Shutdown()
+	return rs, err
+}
