@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mqfault/mqfault/pkg/sim"
+	"github.com/mqfault/mqfault/pkg/sim/report"
 )
 
 func simCommand() *command {
@@ -241,7 +242,7 @@ func (e *scenarioErr) Unwrap() error { return e.err }
 // writeReport writes rep's HTML page to f and closes it.
 func writeReport(f *os.File, rep *sim.Report) error {
 	w := bufio.NewWriter(f)
-	if err := rep.WriteHTML(w); err != nil {
+	if err := report.WriteHTML(w, rep); err != nil {
 		f.Close()
 		return err
 	}
