@@ -164,11 +164,16 @@ func newPlot(seconds int, ylabel string) *plot.Plot {
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, float64(seconds)
 	p.X.Tick.Marker = secondTicks(seconds)
+	setFont(p)
+	return p
+}
+
+// setFont sets the page's font on p's title, labels and ticks.
+func setFont(p *plot.Plot) {
 	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
 	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label} {
 		st.Font.Typeface, st.Font.Variant = sans.Typeface, sans.Variant
 	}
-	return p
 }
 
 // newLineChart makes a line chart with the union of the scenario's fault
