@@ -200,3 +200,98 @@ func TestSimFamilyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimSeeds: --seeds on a scenario prints a row per strategy with each
+// column's median and range and the verdicts counted per seed, or the
+// JSON; on a family each run runs at each seed.
+func TestSimSeeds(t *testing.T) {
+	path := writeSimScenario(t, simScenario)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"sim", "--scenario", path, "--seeds", "1-3", "--strategies", "off,v5,v5+detector"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, `scenario "cli": 2 brokers, 4 queues, 3s of virtual time, 2 senders at 200 sends/s, send timeout 3s, seeds 1-3 (3)`) ||
+		!strings.Contains(out, "  worse  better  neutral\n") || !strings.Contains(out, "\n  off ") {
+		t.Errorf("the seeds table:\n%s", out)
+	}
+	stdout.Reset()
+	if code := run([]string{"sim", "--scenario", path, "--seeds", "2,5", "--json", "--baseline", "v5"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var doc struct {
+		Scenario string   `json:"scenario"`
+		Seeds    []uint64 `json:"seeds"`
+		Baseline []string `json:"baseline"`
+		Rule     struct {
+			FailedRatio float64 `json:"failed_ratio"`
+			FailedSlack int64   `json:"failed_slack"`
+			P99Ratio    float64 `json:"p99_ratio"`
+			BetterRatio float64 `json:"better_ratio"`
+		} `json:"rule"`
+		Strategies []struct {
+			Name    string `json:"name"`
+			Columns map[string]struct {
+				Median float64 `json:"median"`
+				Min    float64 `json:"min"`
+				Max    float64 `json:"max"`
+			} `json:"columns"`
+			Verdicts struct {
+				Worse   int `json:"worse"`
+				Better  int `json:"better"`
+				Neutral int `json:"neutral"`
+			} `json:"verdicts"`
+			PerSeed []struct {
+				Seed    uint64  `json:"seed"`
+				Failed  int64   `json:"failed"`
+				P99MS   float64 `json:"p99_ms"`
+				Verdict string  `json:"verdict"`
+			} `json:"per_seed"`
+		} `json:"strategies"`
+	}
+	decodeStrict(t, stdout.Bytes(), &doc)
+	if doc.Scenario != "cli" || len(doc.Seeds) != 2 || doc.Baseline[0] != "v5" || len(doc.Strategies) != 5 || len(doc.Strategies[0].PerSeed) != 2 {
+		t.Errorf("JSON = %+v", doc)
+	}
+
+	dir := t.TempDir()
+	fam := filepath.Join(dir, "f.yaml")
+	if err := os.WriteFile(fam, []byte(simFamily), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run([]string{"sim", "--family", fam, "--runs", "2", "--seeds", "1,2", "--json"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var fdoc struct {
+		Seeds   []uint64 `json:"seeds"`
+		Results []struct {
+			Run  int    `json:"run"`
+			Seed uint64 `json:"seed"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &fdoc); err != nil {
+		t.Fatal(err)
+	}
+	if len(fdoc.Seeds) != 2 || len(fdoc.Results) != 4 || fdoc.Results[1].Run != 1 || fdoc.Results[1].Seed != 2 {
+		t.Errorf("family JSON with seeds = %+v, want runs 1 and 2 at seeds 1 and 2", fdoc)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "1-3", "--seed", "2"}, "--seed does not apply with --seeds"},
+		{[]string{"--seeds", "1-3", "--report", filepath.Join(dir, "r.html")}, "--report draws one run of a scenario"},
+		{[]string{"--seeds", "3-1"}, `--seeds: "3-1" is not a range of seeds`},
+		{[]string{"--seeds", "1,x"}, `--seeds: "x" is not a seed`},
+		{[]string{"--baseline", "v5"}, "--baseline applies to --family or --seeds only"},
+		{[]string{"--seeds", "1-2", "--strategies", "off"}, "--baseline: v5 is not among the strategies to run"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"sim", "--scenario", path}, tt.args...), nil, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tt.want) || stdout.Len() > 0 {
+			t.Errorf("sim %v = exit %d, stdout %q, stderr %q; want %d and %q", tt.args, code, stdout.String(), stderr.String(), exitUsage, tt.want)
+		}
+	}
+}

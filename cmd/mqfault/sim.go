@@ -35,6 +35,9 @@ faults; pkg/sim/README.md) at --family-seed, runs the strategies on each
 and prints a line per run and, per strategy, the runs worse, better and
 neutral against the baseline (--baseline, by default the better of v5 and
 v5+detector in each column). --keep writes the worse runs as scenarios.
+--seeds 1-5 runs the scenario (or each run of the family) at each seed:
+per strategy the median and range of each column, and the verdict
+counted per seed.
 
 --ablation adds, after mqfault, the preset with each of its policies past
 the reference switched off in turn (a row equal to mqfault's in every
@@ -53,6 +56,7 @@ number is folded into a note); --strategies takes these names too:
 			fs.IntVar(&o.runs, "runs", 20, "with --family: the `N` scenarios to draw")
 			fs.Uint64Var(&o.familySeed, "family-seed", 1, "with --family: the family seed `S` (run i's scenario depends only on the family, S and i)")
 			fs.StringVar(&o.baseline, "baseline", "", "with --family: judge every strategy against strategy `NAME` (default: the better of v5 and v5+detector in each column)")
+			fs.StringVar(&o.seeds, "seeds", "", "run the scenario (or each run of --family) at each of these seeds, a `LIST` such as 1-5 or 1,3,7: per strategy the median and range of each column, and the verdict counted per seed")
 			fs.StringVar(&o.keep, "keep", "", "with --family: write each run in which a strategy was worse than the baseline to `DIR` as a scenario file that replays it")
 			return func(ctx context.Context, io streams, args []string) error {
 				fs.Visit(func(f *flag.Flag) { o.set = append(o.set, f.Name) })
@@ -88,7 +92,7 @@ type simOptions struct {
 	scenario, report, strategies  string
 	seed                          uint64
 	json, printScenario, ablation bool
-	family, baseline, keep        string
+	family, baseline, keep, seeds string
 	runs                          int
 	familySeed                    uint64
 	set                           []string // the flags given
@@ -122,10 +126,28 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 			}
 		}
 	} else {
-		for _, n := range []string{"runs", "family-seed", "baseline", "keep"} {
+		for _, n := range []string{"runs", "family-seed", "keep"} {
 			if o.given(n) {
 				return usageErrorf("--%s applies to --family only", n)
 			}
+		}
+		if o.given("baseline") && !o.given("seeds") {
+			return usageErrorf("--baseline applies to --family or --seeds only")
+		}
+	}
+	var seeds []uint64
+	if o.given("seeds") {
+		for _, n := range []string{"seed", "print-scenario"} {
+			if o.given(n) {
+				return usageErrorf("--%s does not apply with --seeds", n)
+			}
+		}
+		if o.family == "" && o.report != "" {
+			return usageErrorf("--report draws one run of a scenario: give --seed, not --seeds (a family's report covers its seeds)")
+		}
+		var err error
+		if seeds, err = sim.ParseSeeds(o.seeds); err != nil {
+			return usageErrorf("--seeds: %w", err)
 		}
 	}
 	var strats []sim.Strategy
@@ -145,8 +167,23 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		}
 	}
 
+	var baseline sim.Baseline
+	if o.family != "" || seeds != nil {
+		if strats == nil {
+			strats = sim.Strategies()
+		}
+		baseline = sim.Baseline(sim.DefaultBaseline)
+		if o.baseline != "" {
+			baseline = sim.Baseline{o.baseline}
+		}
+		for _, name := range baseline {
+			if !slices.ContainsFunc(strats, func(s sim.Strategy) bool { return s.Name == name }) {
+				return usageErrorf("--baseline: %s is not among the strategies to run (add it to --strategies, or name another with --baseline)", name)
+			}
+		}
+	}
 	if o.family != "" {
-		return runFamily(ctx, io, o, strats)
+		return runFamily(ctx, io, o, strats, baseline, seeds)
 	}
 
 	text, source := sim.DefaultYAML(), "the embedded scenario"
@@ -166,6 +203,9 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 	}
 	if o.given("seed") {
 		sc.Seed = o.seed
+	}
+	if seeds != nil {
+		return runSeeds(ctx, io, sc, source, strats, baseline, seeds, o.json)
 	}
 
 	// Open the report first: a path that cannot be written is a bad
@@ -313,21 +353,12 @@ func (r *reportFile) discard() {
 }
 
 // runFamily is `mqfault sim --family`.
-func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strategy) error {
+func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strategy, baseline sim.Baseline, seeds []uint64) error {
 	if o.runs < 1 || o.runs > sim.MaxFamilyRuns {
 		return usageErrorf("--runs %d: want 1 to %d", o.runs, sim.MaxFamilyRuns)
 	}
-	if strats == nil {
-		strats = sim.Strategies()
-	}
-	baseline := sim.Baseline(sim.DefaultBaseline)
-	if o.baseline != "" {
-		baseline = sim.Baseline{o.baseline}
-	}
-	for _, name := range baseline {
-		if !slices.ContainsFunc(strats, func(s sim.Strategy) bool { return s.Name == name }) {
-			return usageErrorf("--baseline: %s is not among the strategies to run (add it to --strategies, or name another with --baseline)", name)
-		}
+	if o.runs*max(len(seeds), 1) > sim.MaxFamilyRuns {
+		return usageErrorf("--runs %d at %d seeds: at most %d runs in all", o.runs, len(seeds), sim.MaxFamilyRuns)
 	}
 	text, source, err := readScenario(io.stdin, o.family)
 	if err != nil {
@@ -343,7 +374,7 @@ func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strat
 	}
 	defer page.discard()
 
-	cfg := sim.FamilyConfig{Family: fam, Runs: o.runs, Seed: o.familySeed, Strategies: strats, Baseline: baseline}
+	cfg := sim.FamilyConfig{Family: fam, Runs: o.runs, Seed: o.familySeed, Seeds: seeds, Strategies: strats, Baseline: baseline}
 	bar := newProgressBar(io.stderr)
 	if bar != nil {
 		bar.set(0)
@@ -384,6 +415,35 @@ func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strat
 		}
 		fmt.Fprintln(io.stderr)
 	}
+	return nil
+}
+
+// runSeeds is `mqfault sim --seeds` on a scenario.
+func runSeeds(ctx context.Context, io streams, sc *sim.Scenario, source string, strats []sim.Strategy, baseline sim.Baseline, seeds []uint64, asJSON bool) error {
+	cfg := sim.SeedsConfig{Seeds: seeds, Strategies: strats, Baseline: baseline}
+	bar := newProgressBar(io.stderr)
+	if bar != nil {
+		bar.set(0)
+		cfg.Progress = func(done, total int) { bar.set(float64(done) / float64(total)) }
+	}
+	rep, err := sim.RunSeeds(ctx, sc, cfg)
+	if bar != nil {
+		bar.clear()
+	}
+	if err != nil {
+		if errors.Is(err, sim.ErrInvalidScenario) {
+			return badInput(scenarioError(source, err))
+		}
+		return err
+	}
+	if asJSON {
+		return rep.WriteJSON(io.stdout)
+	}
+	if err := rep.WriteTable(io.stdout); err != nil {
+		return err
+	}
+	sends := rep.SimulatedSends()
+	fmt.Fprintf(io.stderr, "simulated %d sends in %s (%.0f sends/s)\n", sends, rep.Wall.Round(time.Millisecond), float64(sends)/max(rep.Wall.Seconds(), 1e-9))
 	return nil
 }
 

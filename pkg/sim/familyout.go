@@ -25,6 +25,9 @@ func scoreCell(s Score) string { return fmt.Sprintf("%d / %s", s.Failed, fmtMS(s
 // verdict, then what was drawn), and the totals: for each strategy the
 // runs worse, better and neutral against the baseline.
 func (r *FamilyReport) WriteTable(w io.Writer) error {
+	if len(r.Seeds) > 0 {
+		return r.writeSeedsTable(w)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "family %q: %d runs drawn at family seed %d; baseline: %s\n", r.Family.Name, len(r.Runs), r.Seed, r.Baseline)
 	b.WriteString("each cell: failed sends / p99 ms, and the verdict against the baseline (blank: neutral)\n\n")
@@ -48,6 +51,55 @@ func (r *FamilyReport) WriteTable(w io.Writer) error {
 	}
 	b.WriteByte('\n')
 	if err := writeTotals(&b, r.Rule, r.Totals(), "runs"); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSeedsTable is WriteTable with seeds: a line per run, each cell the
+// median and range over the seeds, each verdict the seeds counted.
+func (r *FamilyReport) writeSeedsTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "family %q: %d runs drawn at family seed %d, each at seeds %s (%d); baseline: %s\n",
+		r.Family.Name, len(r.Runs), r.Seed, seedList(r.Seeds), len(r.Seeds), r.Baseline)
+	b.WriteString("each cell: failed sends / p99 ms, the median over the seeds [lowest-highest], and the seeds at which the strategy was\n" +
+		"worse (w) or better (b) than the baseline (the rest: neutral)\n\n")
+	failed := func(r *Result) float64 { return float64(r.Failed) }
+	p99 := func(r *Result) float64 { return float64(r.Latency.P99) }
+	cell := func(trials []Trial, i int) string {
+		return spreadCell(spreadOver(trials, i, failed), count) + " / " + spreadCell(spreadOver(trials, i, p99), msCol)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "run\tbaseline\t")
+	for _, name := range r.Strategies {
+		fmt.Fprintf(tw, "%s\t%-7s\t", name, "")
+	}
+	fmt.Fprint(tw, "  drawn\n")
+	for _, run := range r.Runs {
+		base := make([]Trial, len(run.Trials))
+		for k, t := range run.Trials {
+			base[k] = Trial{Results: []Result{{Failed: t.Baseline.Failed, Latency: Percentiles{P99: t.Baseline.P99}}}}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t", run.Run, cell(base, 0))
+		for i, name := range r.Strategies {
+			t := tallyOver(name, run.Trials, i)
+			var v []string
+			if t.Worse > 0 {
+				v = append(v, fmt.Sprintf("%dw", t.Worse))
+			}
+			if t.Better > 0 {
+				v = append(v, fmt.Sprintf("%db", t.Better))
+			}
+			fmt.Fprintf(tw, "%s\t%-7s\t", cell(run.Trials, i), strings.Join(v, " "))
+		}
+		fmt.Fprintf(tw, "  %s\n", run.Drawn)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	if err := writeTotals(&b, r.Rule, r.Totals(), "runs x seeds"); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, b.String())
@@ -126,7 +178,8 @@ func jsonTallies(ts []Tally) []jsonTally {
 
 // MarshalJSON encodes the report as
 //
-//	{"family": NAME, "family_seed": N, "runs": N, "baseline": [NAME, ...],
+//	{"family": NAME, "family_seed": N, "runs": N, ["seeds": [N, ...],]
+//	 "baseline": [NAME, ...],
 //	 "rule": {"failed_ratio": X, "failed_slack": N, "p99_ratio": X, "better_ratio": X},
 //	 "results": [{"run": N, "scenario": NAME, "seed": N, "drawn": TEXT,
 //	   "baseline": {"failed": N, "p99_ms": X},
@@ -137,7 +190,7 @@ func jsonTallies(ts []Tally) []jsonTally {
 // "worse", "better" or "neutral", latencies in milliseconds to the
 // microsecond: one family and seed always give the same bytes.
 func (r *FamilyReport) MarshalJSON() ([]byte, error) {
-	out := jsonFamily{Family: r.Family.Name, FamilySeed: r.Seed, Runs: len(r.Runs), Baseline: r.Baseline,
+	out := jsonFamily{Family: r.Family.Name, FamilySeed: r.Seed, Runs: len(r.Runs), Seeds: r.Seeds, Baseline: r.Baseline,
 		Rule:   jsonRule(r.Rule),
 		Totals: jsonTallies(r.Totals()), Results: []jsonTrial{}}
 	for _, run := range r.Runs {

@@ -22,6 +22,9 @@ type FamilyConfig struct {
 	Family *Family
 	Runs   int
 	Seed   uint64
+	// Seeds, when not empty, runs each drawn scenario at each of these
+	// seeds instead of its drawn one: a Trial per seed.
+	Seeds []uint64
 	// Strategies are the contenders (nil: Strategies()).
 	Strategies []Strategy
 	// Baseline names what each strategy is judged against (nil:
@@ -43,6 +46,7 @@ type FamilyConfig struct {
 type FamilyReport struct {
 	Family     *Family
 	Seed       uint64
+	Seeds      []uint64 // FamilyConfig.Seeds: empty when each run ran at its drawn seed
 	Strategies []string // the strategies' names, in the order of every Trial's Results
 	Baseline   Baseline
 	Rule       Rule
@@ -54,7 +58,8 @@ type FamilyReport struct {
 // FamilyRun is one run of a family: what was drawn, and its trials.
 type FamilyRun struct {
 	*Drawn
-	// Trials holds the scenario's run at its drawn seed.
+	// Trials holds the scenario's run at its drawn seed, or at each seed
+	// of FamilyConfig.Seeds, in their order.
 	Trials []Trial
 }
 
@@ -62,7 +67,7 @@ type FamilyRun struct {
 type Trial struct {
 	Seed uint64
 	// Results holds each strategy's result, in the report's order, without
-	// its Series and Timeline.
+	// its Series and Timeline, and Wall zero: the numbers only.
 	Results []Result
 	// Baseline is the baseline's score in this trial.
 	Baseline Score
@@ -92,21 +97,29 @@ func RunFamily(ctx context.Context, cfg FamilyConfig) (*FamilyReport, error) {
 	if cfg.Runs < 1 || cfg.Runs > MaxFamilyRuns {
 		return nil, fmt.Errorf("sim: %d runs: want 1 to %d", cfg.Runs, MaxFamilyRuns)
 	}
+	if len(cfg.Seeds) > MaxSeeds || cfg.Runs*max(len(cfg.Seeds), 1) > MaxFamilyRuns {
+		return nil, fmt.Errorf("sim: %d runs at %d seeds: want at most %d runs in all", cfg.Runs, len(cfg.Seeds), MaxFamilyRuns)
+	}
 	j, err := newPanel(cfg.Strategies, cfg.Baseline, cfg.Rule)
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	rep := &FamilyReport{Family: cfg.Family, Seed: cfg.Seed, Strategies: j.names(), Baseline: j.baseline, Rule: j.rule,
-		Runs: make([]FamilyRun, cfg.Runs)}
+	rep := &FamilyReport{Family: cfg.Family, Seed: cfg.Seed, Seeds: slices.Clone(cfg.Seeds), Strategies: j.names(),
+		Baseline: j.baseline, Rule: j.rule, Runs: make([]FamilyRun, cfg.Runs)}
 	var jobs []trialJob
 	for i := range rep.Runs {
 		d, err := cfg.Family.draw(cfg.Seed, i+1)
 		if err != nil {
 			return nil, err
 		}
-		rep.Runs[i] = FamilyRun{Drawn: d, Trials: make([]Trial, 1)}
-		jobs = append(jobs, trialJob{sc: d.Scenario, out: &rep.Runs[i].Trials[0]})
+		if len(cfg.Seeds) == 0 {
+			rep.Runs[i] = FamilyRun{Drawn: d, Trials: make([]Trial, 1)}
+			jobs = append(jobs, trialJob{sc: d.Scenario, out: &rep.Runs[i].Trials[0]})
+			continue
+		}
+		rep.Runs[i] = FamilyRun{Drawn: d, Trials: make([]Trial, len(cfg.Seeds))}
+		jobs = append(jobs, seedJobs(d.Scenario, cfg.Seeds, rep.Runs[i].Trials)...)
 	}
 	if err := j.run(ctx, jobs, cfg.Workers, cfg.Progress); err != nil {
 		return nil, err
@@ -202,7 +215,7 @@ func (j *panel) run(ctx context.Context, jobs []trialJob, workers int, progress 
 func (j *panel) trial(rep *Report) Trial {
 	t := Trial{Seed: rep.Seed, Results: make([]Result, len(rep.Results)), Verdicts: make([]Verdict, len(rep.Results))}
 	for i, r := range rep.Results {
-		r.Series, r.Timeline = Series{}, nil
+		r.Series, r.Timeline, r.Wall = Series{}, nil, 0
 		t.Results[i] = r
 	}
 	t.Baseline = baselineScore(t.Results, j.base)

@@ -98,7 +98,7 @@ func WriteFamilyHTML(w io.Writer, r *sim.FamilyReport) error {
 		return cmp.Compare(b.bad, a.bad)
 	})
 	page := familyPage{
-		Title:      fmt.Sprintf("mqfault sim: family %s (%d runs, family seed %d)", r.Family.Name, len(r.Runs), r.Seed),
+		Title:      fmt.Sprintf("mqfault sim: family %s (%d runs, family seed %d%s)", r.Family.Name, len(r.Runs), r.Seed, seedsNote(r.Seeds)),
 		Baseline:   r.Baseline.String(),
 		Rule:       r.Rule.String(),
 		Subject:    r.Strategies[subj],
@@ -141,6 +141,14 @@ func WriteFamilyHTML(w io.Writer, r *sim.FamilyReport) error {
 		c.SVG = svgs[i]
 	}
 	return familyTemplate.Execute(w, page)
+}
+
+// seedsNote says at how many seeds each run ran, when not at its own.
+func seedsNote(seeds []uint64) string {
+	if len(seeds) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", each run at %d seeds: a row per run and seed", len(seeds))
 }
 
 func scoreText(s sim.Score) string { return fmt.Sprintf("%d / %s", s.Failed, sim.FormatMS(s.P99)) }
