@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mqfault/mqfault/pkg/sim"
+	"github.com/mqfault/mqfault/pkg/sim/report"
 )
 
 func simCommand() *command {
@@ -26,6 +28,16 @@ on one scenario, same seed, in virtual time, and prints one row per strategy
 (or JSON). The scenario is the embedded
 default, a YAML file, or standard input (--scenario -). On a terminal a
 progress bar is drawn on standard error.
+
+--family FILE draws --runs scenarios from a scenario family (YAML:
+distributions of brokers, latency, capacity, flow control, load and
+faults; pkg/sim/README.md) at --family-seed, runs the strategies on each
+and prints a line per run and, per strategy, the runs worse, better and
+neutral against the baseline (--baseline, by default the better of v5 and
+v5+detector in each column). --keep writes the worse runs as scenarios.
+--seeds 1-5 runs the scenario (or each run of the family) at each seed:
+per strategy the median and range of each column, and the verdict
+counted per seed.
 
 --ablation adds, after mqfault, the preset with each of its policies past
 the reference switched off in turn (a row equal to mqfault's in every
@@ -40,6 +52,12 @@ number is folded into a note); --strategies takes these names too:
 			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run, ablations' too (default: "+strings.Join(sim.StrategyNames(), ", ")+")")
 			fs.BoolVar(&o.ablation, "ablation", false, "also run the mqfault preset with each of its policies switched off in turn, after mqfault")
 			fs.BoolVar(&o.printScenario, "print-scenario", false, "print the scenario's YAML (--scenario's, else the embedded one) and exit")
+			fs.StringVar(&o.family, "family", "", "YAML scenario family `FILE` (or - for standard input): draw --runs scenarios from it and judge every strategy on each")
+			fs.IntVar(&o.runs, "runs", 20, "with --family: the `N` scenarios to draw")
+			fs.Uint64Var(&o.familySeed, "family-seed", 1, "with --family: the family seed `S` (run i's scenario depends only on the family, S and i)")
+			fs.StringVar(&o.baseline, "baseline", "", "with --family: judge every strategy against strategy `NAME` (default: the better of v5 and v5+detector in each column)")
+			fs.StringVar(&o.seeds, "seeds", "", "run the scenario (or each run of --family) at each of these seeds, a `LIST` such as 1-5 or 1,3,7: per strategy the median and range of each column, and the verdict counted per seed")
+			fs.StringVar(&o.keep, "keep", "", "with --family: write each run in which a strategy was worse than the baseline to `DIR` as a scenario file that replays it")
 			return func(ctx context.Context, io streams, args []string) error {
 				fs.Visit(func(f *flag.Flag) { o.set = append(o.set, f.Name) })
 				return runSim(ctx, io, o, args)
@@ -74,6 +92,9 @@ type simOptions struct {
 	scenario, report, strategies  string
 	seed                          uint64
 	json, printScenario, ablation bool
+	family, baseline, keep, seeds string
+	runs                          int
+	familySeed                    uint64
 	set                           []string // the flags given
 }
 
@@ -98,6 +119,37 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 			}
 		}
 	}
+	if o.family != "" {
+		for _, n := range []string{"scenario", "seed", "print-scenario"} {
+			if o.given(n) {
+				return usageErrorf("--%s does not apply to --family (a family draws its scenarios and their seeds; --family-seed sets the family's)", n)
+			}
+		}
+	} else {
+		for _, n := range []string{"runs", "family-seed", "keep"} {
+			if o.given(n) {
+				return usageErrorf("--%s applies to --family only", n)
+			}
+		}
+		if o.given("baseline") && !o.given("seeds") {
+			return usageErrorf("--baseline applies to --family or --seeds only")
+		}
+	}
+	var seeds []uint64
+	if o.given("seeds") {
+		for _, n := range []string{"seed", "print-scenario"} {
+			if o.given(n) {
+				return usageErrorf("--%s does not apply with --seeds", n)
+			}
+		}
+		if o.family == "" && o.report != "" {
+			return usageErrorf("--report draws one run of a scenario: give --seed, not --seeds (a family's report covers its seeds)")
+		}
+		var err error
+		if seeds, err = sim.ParseSeeds(o.seeds); err != nil {
+			return usageErrorf("--seeds: %w", err)
+		}
+	}
 	var strats []sim.Strategy
 	if o.given("strategies") {
 		var err error
@@ -113,6 +165,25 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		if strats, err = sim.InsertAblations(strats); err != nil {
 			return usageErrorf("--ablation: %w (add it to --strategies)", err)
 		}
+	}
+
+	var baseline sim.Baseline
+	if o.family != "" || seeds != nil {
+		if strats == nil {
+			strats = sim.Strategies()
+		}
+		baseline = sim.Baseline(sim.DefaultBaseline)
+		if o.baseline != "" {
+			baseline = sim.Baseline{o.baseline}
+		}
+		for _, name := range baseline {
+			if !slices.ContainsFunc(strats, func(s sim.Strategy) bool { return s.Name == name }) {
+				return usageErrorf("--baseline: %s is not among the strategies to run (add it to --strategies, or name another with --baseline)", name)
+			}
+		}
+	}
+	if o.family != "" {
+		return runFamily(ctx, io, o, strats, baseline, seeds)
 	}
 
 	text, source := sim.DefaultYAML(), "the embedded scenario"
@@ -133,21 +204,17 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 	if o.given("seed") {
 		sc.Seed = o.seed
 	}
+	if seeds != nil {
+		return runSeeds(ctx, io, sc, source, strats, baseline, seeds, o.json)
+	}
 
 	// Open the report first: a path that cannot be written is a bad
 	// argument, found before the run rather than after it.
-	var report *os.File
-	if o.report != "" {
-		if report, err = os.Create(o.report); err != nil {
-			return badInput(fmt.Errorf("--report: %w", err))
-		}
-		defer func() {
-			if report != nil { // not written: leave no empty page behind
-				report.Close()
-				os.Remove(o.report)
-			}
-		}()
+	page, err := openReport(o.report)
+	if err != nil {
+		return err
 	}
+	defer page.discard()
 
 	var opts []sim.Option
 	if strats != nil {
@@ -177,11 +244,8 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	if report != nil {
-		if err := writeReport(report, rep); err != nil {
-			return fmt.Errorf("writing %s: %w", o.report, err)
-		}
-		report = nil
+	if err := page.write(func(w *bufio.Writer) error { return report.WriteHTML(w, rep) }); err != nil {
+		return err
 	}
 	if !o.json {
 		sends := rep.SimulatedSends()
@@ -238,18 +302,162 @@ type scenarioErr struct {
 func (e *scenarioErr) Error() string { return e.msg }
 func (e *scenarioErr) Unwrap() error { return e.err }
 
-// writeReport writes rep's HTML page to f and closes it.
-func writeReport(f *os.File, rep *sim.Report) error {
-	w := bufio.NewWriter(f)
-	if err := rep.WriteHTML(w); err != nil {
-		f.Close()
+// reportFile is the --report page, opened before the run.
+type reportFile struct {
+	path string
+	f    *os.File // nil: no page asked for, or written
+}
+
+// openReport creates the page at path ("": none), or returns a bad-input
+// error.
+func openReport(path string) (*reportFile, error) {
+	r := &reportFile{path: path}
+	if path == "" {
+		return r, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--report: %w", err))
+	}
+	r.f = f
+	return r, nil
+}
+
+// write writes the page with draw and closes it; nothing without a page.
+func (r *reportFile) write(draw func(*bufio.Writer) error) error {
+	if r.f == nil {
+		return nil
+	}
+	w := bufio.NewWriter(r.f)
+	err := draw(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", r.path, err)
+	}
+	r.f = nil
+	return nil
+}
+
+// discard removes a page not written, so no empty page is left behind.
+func (r *reportFile) discard() {
+	if r.f != nil {
+		r.f.Close()
+		os.Remove(r.path)
+		r.f = nil
+	}
+}
+
+// runFamily is `mqfault sim --family`.
+func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strategy, baseline sim.Baseline, seeds []uint64) error {
+	if o.runs < 1 || o.runs > sim.MaxFamilyRuns {
+		return usageErrorf("--runs %d: want 1 to %d", o.runs, sim.MaxFamilyRuns)
+	}
+	if o.runs*max(len(seeds), 1) > sim.MaxFamilyRuns {
+		return usageErrorf("--runs %d at %d seeds: at most %d runs in all", o.runs, len(seeds), sim.MaxFamilyRuns)
+	}
+	text, source, err := readScenario(io.stdin, o.family)
+	if err != nil {
+		return badInput(err)
+	}
+	fam, err := sim.ParseFamily(text)
+	if err != nil {
+		return badInput(familyError(source, err))
+	}
+	page, err := openReport(o.report)
+	if err != nil {
 		return err
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
+	defer page.discard()
+
+	cfg := sim.FamilyConfig{Family: fam, Runs: o.runs, Seed: o.familySeed, Seeds: seeds, Strategies: strats, Baseline: baseline}
+	bar := newProgressBar(io.stderr)
+	if bar != nil {
+		bar.set(0)
+		cfg.Progress = func(done, total int) { bar.set(float64(done) / float64(total)) }
+	}
+	rep, err := sim.RunFamily(ctx, cfg)
+	if bar != nil {
+		bar.clear()
+	}
+	if err != nil {
 		return err
 	}
-	return f.Close()
+	if o.json {
+		err = rep.WriteJSON(io.stdout)
+	} else {
+		err = rep.WriteTable(io.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if err := page.write(func(w *bufio.Writer) error { return report.WriteFamilyHTML(w, rep) }); err != nil {
+		return err
+	}
+	var kept []string
+	if o.keep != "" {
+		if kept, err = rep.Keep(o.keep); err != nil {
+			return fmt.Errorf("--keep: %w", err)
+		}
+	}
+	if !o.json {
+		sends := rep.SimulatedSends()
+		fmt.Fprintf(io.stderr, "simulated %d sends in %s (%.0f sends/s)", sends, rep.Wall.Round(time.Millisecond), float64(sends)/max(rep.Wall.Seconds(), 1e-9))
+		if o.report != "" {
+			fmt.Fprintf(io.stderr, "; report: %s", o.report)
+		}
+		if o.keep != "" {
+			fmt.Fprintf(io.stderr, "; kept %d runs in %s", len(kept), o.keep)
+		}
+		fmt.Fprintln(io.stderr)
+	}
+	return nil
+}
+
+// runSeeds is `mqfault sim --seeds` on a scenario.
+func runSeeds(ctx context.Context, io streams, sc *sim.Scenario, source string, strats []sim.Strategy, baseline sim.Baseline, seeds []uint64, asJSON bool) error {
+	cfg := sim.SeedsConfig{Seeds: seeds, Strategies: strats, Baseline: baseline}
+	bar := newProgressBar(io.stderr)
+	if bar != nil {
+		bar.set(0)
+		cfg.Progress = func(done, total int) { bar.set(float64(done) / float64(total)) }
+	}
+	rep, err := sim.RunSeeds(ctx, sc, cfg)
+	if bar != nil {
+		bar.clear()
+	}
+	if err != nil {
+		if errors.Is(err, sim.ErrInvalidScenario) {
+			return badInput(scenarioError(source, err))
+		}
+		return err
+	}
+	if asJSON {
+		return rep.WriteJSON(io.stdout)
+	}
+	if err := rep.WriteTable(io.stdout); err != nil {
+		return err
+	}
+	sends := rep.SimulatedSends()
+	fmt.Fprintf(io.stderr, "simulated %d sends in %s (%.0f sends/s)\n", sends, rep.Wall.Round(time.Millisecond), float64(sends)/max(rep.Wall.Seconds(), 1e-9))
+	return nil
+}
+
+// familyError says which family is invalid, one problem per line.
+func familyError(source string, err error) error {
+	if !errors.Is(err, sim.ErrInvalidFamily) {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is not a valid scenario family:", source)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(&b, "\n  %s", line)
+	}
+	return &scenarioErr{msg: b.String(), err: err}
 }
 
 // progressBar draws the simulation's progress on a terminal.

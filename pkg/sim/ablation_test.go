@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"image/color"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -336,10 +335,10 @@ func foldedReport(t *testing.T) *Report {
 
 // TestAblationFolded: a row equal to its base's in every number is folded
 // (the table names it under the table, the JSON keeps its numbers and says
-// same_as_base, the page gives it one cell and no charts); one with the
-// base's numbers but another run is folded in the tables, said so, and
-// keeps its charts; a different one is a row, in the JSON with
-// same_as_base false, and drawn under Ablations with its base.
+// same_as_base); one with the base's numbers but another run is folded in
+// the table and said so; a different one is a row, in the JSON with
+// same_as_base false. pkg/sim/report's TestReportAblationFolded checks
+// the page.
 func TestAblationFolded(t *testing.T) {
 	rep := foldedReport(t)
 	for i, want := range []Sameness{Differs, Differs, SameRun, Differs, SameNumbers} {
@@ -398,43 +397,6 @@ func TestAblationFolded(t *testing.T) {
 	if a := doc.Strategies[4].Ablation; a == nil || !a.SameAsBase {
 		t.Errorf("the same-numbers ablation's JSON = %+v, want same_as_base true (the JSON has no series)", a)
 	}
-
-	page := htmlOf(t, rep)
-	sec := sections(page)
-	if !strings.Contains(page, `<td>mqfault-same</td><td class="same" colspan="13">the same as mqfault in every number: the policy changed nothing here</td>`) {
-		t.Error("the page's table does not fold the copy's row into one cell")
-	}
-	if !strings.Contains(page, `<td>mqfault-numbers</td><td class="same" colspan="13">the same numbers as mqfault; a different run over time (its charts below)</td>`) {
-		t.Error("the page's table does not fold the same-numbers row into one cell")
-	}
-	if strings.Contains(sec["All strategies"], "mqfault-") {
-		t.Error("the ablations are drawn under All strategies")
-	}
-	abl, ok := sec["Ablations"]
-	if !ok {
-		t.Fatal("no Ablations section")
-	}
-	if !strings.Contains(abl, "Not drawn, the same run as mqfault in every number (the policy changed nothing here): mqfault-same.") {
-		t.Error("the Ablations section does not say which ablations it leaves out")
-	}
-	charts := strings.Split(abl, "<h3>")[1:]
-	if len(charts) != len(perSecondCharts)+1 {
-		t.Fatalf("%d charts under Ablations, want %d", len(charts), len(perSecondCharts)+1)
-	}
-	for _, c := range charts {
-		if !strings.Contains(c, "</span>mqfault-other") || !strings.Contains(c, "</span>mqfault-numbers") || !strings.Contains(c, "</span>mqfault ") && !strings.Contains(c, "</span>mqfault<") ||
-			strings.Contains(c, "mqfault-same") || strings.Contains(c, "</span>v5") {
-			t.Errorf("an Ablations chart does not show exactly mqfault, mqfault-other and mqfault-numbers: %.400s", c)
-		}
-	}
-	if body := sec["mqfault-same"]; strings.Contains(body, "<svg") || !strings.Contains(body, "The same run as mqfault in every number") {
-		t.Errorf("the folded ablation's section has charts or no note: %.300s", body)
-	}
-	for _, name := range []string{"mqfault-other", "mqfault-numbers"} {
-		if body := sec[name]; strings.Count(body, "<svg") != 3 {
-			t.Errorf("%s's section has %d charts, want 3", name, strings.Count(body, "<svg"))
-		}
-	}
 }
 
 // TestSameNumbers: every field of Result that the table or the JSON shows
@@ -472,7 +434,8 @@ func TestSameNumbers(t *testing.T) {
 }
 
 // TestAblationBaseMissing: an ablation run without its base is an ordinary
-// row (nothing to fold into, drawn with the others).
+// row (nothing to fold into; pkg/sim/report's TestReportAblationBaseMissing
+// checks it is drawn with the others).
 func TestAblationBaseMissing(t *testing.T) {
 	strats, err := SelectStrategies("v5", AblationNames()[0])
 	if err != nil {
@@ -481,37 +444,6 @@ func TestAblationBaseMissing(t *testing.T) {
 	rep := mustRun(t, loadTestScenario(t, "small"), WithStrategies(strats...))
 	if b, same := rep.SameAsBase(1); same != Differs || b != -1 {
 		t.Errorf("SameAsBase = %d, %v without the base in the report, want -1, Differs", b, same)
-	}
-	sec := sections(htmlOf(t, rep))
-	if _, ok := sec["Ablations"]; ok {
-		t.Error("an Ablations section without the base")
-	}
-	if !strings.Contains(sec["All strategies"], AblationNames()[0]) {
-		t.Error("the ablation is not drawn under All strategies")
-	}
-}
-
-// TestStrategyColors: every strategy and every ablation of a full run gets
-// a line colour of its own, the first eight the palette's (so the
-// report's colours without ablations are unchanged), none white-ish.
-func TestStrategyColors(t *testing.T) {
-	n := len(Strategies()) + len(Ablations())
-	seen := map[color.RGBA]int{}
-	for i := range n {
-		c := strategyColor(i)
-		if j, dup := seen[c]; dup {
-			t.Errorf("strategies %d and %d share colour %v", j, i, c)
-		}
-		seen[c] = i
-		if i < len(palette) && c != palette[i] {
-			t.Errorf("strategy %d's colour %v, want the palette's %v", i, c, palette[i])
-		}
-		if int(c.R)+int(c.G)+int(c.B) > 3*0xE8 {
-			t.Errorf("strategy %d's colour %v is too pale for a line", i, c)
-		}
-	}
-	if c := strategyColor(-1); c != (color.RGBA{A: 0xff}) {
-		t.Errorf("strategyColor(-1) = %v, want black", c)
 	}
 }
 

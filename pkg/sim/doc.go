@@ -67,8 +67,9 @@
 // busy answers, p99, attempts per broker) and a Timeline per broker: the spans its fault table
 // held it isolated or unreachable, sampled after every fault update, on
 // every isolation expiry and on every probe that changed its reachability
-// (through Env.Observer), never on the pick path. Report.WriteHTML draws
-// them; a Strategy.New that sets an observer of its own joins it with
+// (through Env.Observer), never on the pick path. Package
+// github.com/mqfault/mqfault/pkg/sim/report draws them (pkg/sim itself does
+// not depend on its charting library); a Strategy.New that sets an observer of its own joins it with
 // Env.Observer (observe.JoinLatency), or the timeline misses the releases.
 //
 // Each strategy runs in its own goroutine with its own clock, brokers and

@@ -33,21 +33,24 @@ type verdict struct {
 }
 
 // judge applies the must-reach rule (TestMqfaultMustReach) to mq against
-// v5 on scenario name: failed sends at most 5% and 5 sends above v5's, p99
-// at most 5% above (or the scenario's p99Exceptions bound).
+// v5 on scenario name: DefaultRule (failed sends at most 5% and 5 sends
+// above v5's, p99 at most 5% above), with the scenario's p99Exceptions
+// bound in place of the 5% where it has one.
 func judge(name string, v5, mq Result) verdict {
-	var v verdict
-	if float64(mq.Failed) > 1.05*float64(v5.Failed)+5 {
-		v.problems = append(v.problems, fmt.Sprintf("%s failed %d sends, v5 %d: want at most 5%% and 5 sends more", mq.Name, mq.Failed, v5.Failed))
-	}
-	tol := 1.05
+	rule := DefaultRule
 	if x, ok := p99Exceptions[name]; ok {
-		tol = x
+		rule.P99Ratio = x
 	}
-	if float64(mq.Latency.P99) > tol*float64(v5.Latency.P99) {
-		v.problems = append(v.problems, fmt.Sprintf("%s p99 = %v, v5 %v: want at most %.0f%% higher", mq.Name, mq.Latency.P99, v5.Latency.P99, 100*(tol-1)))
+	j := rule.Judge(mq.Score(), v5.Score())
+	var v verdict
+	if j.FailedWorse {
+		v.problems = append(v.problems, fmt.Sprintf("%s failed %d sends, v5 %d: want at most %.0f%% and %d sends more",
+			mq.Name, mq.Failed, v5.Failed, 100*(rule.FailedRatio-1), rule.FailedSlack))
 	}
-	v.better = v5.Failed > 0 && 5*mq.Failed <= 4*v5.Failed || 5*mq.Latency.P99 <= 4*v5.Latency.P99
+	if j.P99Worse {
+		v.problems = append(v.problems, fmt.Sprintf("%s p99 = %v, v5 %v: want at most %.0f%% higher", mq.Name, mq.Latency.P99, v5.Latency.P99, 100*(rule.P99Ratio-1)))
+	}
+	v.better = j.FailedBetter || j.P99Better
 	return v
 }
 

@@ -445,31 +445,3 @@ func TestSelectStrategies(t *testing.T) {
 		t.Errorf("SelectStrategies(v6) error = %v, want unknown strategy", err)
 	}
 }
-
-func TestWriteHTML(t *testing.T) {
-	rep := mustRun(t, loadTestScenario(t, "small"))
-	var buf bytes.Buffer
-	if err := rep.WriteHTML(&buf); err != nil {
-		t.Fatalf("WriteHTML() error = %v", err)
-	}
-	page := buf.String()
-	// The fault windows, the per-second counts and the p99 of every
-	// strategy, then each strategy's timeline, shares and p99.
-	if want := 1 + len(perSecondCharts) + 1 + 3*len(rep.Results); strings.Count(page, "<svg") != want {
-		t.Errorf("the page has %d charts, want %d", strings.Count(page, "<svg"), want)
-	}
-	for _, res := range rep.Results {
-		if !strings.Contains(page, "<h2>"+strings.ReplaceAll(res.Name, "+", "&#43;")+"</h2>") {
-			t.Errorf("the page has no section for %s", res.Name)
-		}
-	}
-	// Self-contained: no script, no stylesheet or image fetched from elsewhere.
-	for _, bad := range []string{"<script", "<link", "src=", "url(", "@import"} {
-		if strings.Contains(page, bad) {
-			t.Errorf("the page contains %q; want it self-contained", bad)
-		}
-	}
-	if err := (&Report{}).WriteHTML(&buf); err == nil {
-		t.Error("WriteHTML() of an empty report succeeded, want an error")
-	}
-}

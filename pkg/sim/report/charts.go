@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/mqfault/mqfault/pkg/sim"
 )
 
 // palette holds the line colours of brokers and strategies (colour-blind
@@ -162,18 +164,23 @@ func newPlot(seconds int, ylabel string) *plot.Plot {
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, float64(seconds)
 	p.X.Tick.Marker = secondTicks(seconds)
+	setFont(p)
+	return p
+}
+
+// setFont sets the page's font on p's title, labels and ticks.
+func setFont(p *plot.Plot) {
 	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
 	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label} {
 		st.Font.Typeface, st.Font.Variant = sans.Typeface, sans.Variant
 	}
-	return p
 }
 
 // newLineChart makes a line chart with the union of the scenario's fault
 // windows shaded in one grey, drawn once: overlapping windows do not blend
 // into a colour the legend lacks. Which broker had which fault is the
 // fault-window chart's job.
-func newLineChart(sc *Scenario, seconds int, ylabel string) *plot.Plot {
+func newLineChart(sc *sim.Scenario, seconds int, ylabel string) *plot.Plot {
 	p := newPlot(seconds, ylabel)
 	for _, w := range faultUnion(sc) {
 		p.Add(band{from: w.From.Seconds(), to: w.To.Seconds(), color: faultBand})
@@ -183,13 +190,13 @@ func newLineChart(sc *Scenario, seconds int, ylabel string) *plot.Plot {
 }
 
 // faultUnion returns the union of the scenario's fault windows, in order.
-func faultUnion(sc *Scenario) []Span {
-	var spans []Span
+func faultUnion(sc *sim.Scenario) []sim.Span {
+	var spans []sim.Span
 	for _, e := range sc.Events {
-		spans = append(spans, Span{From: e.At, To: e.End()})
+		spans = append(spans, sim.Span{From: e.At, To: e.End()})
 	}
-	slices.SortFunc(spans, func(a, b Span) int { return int(a.From - b.From) })
-	var out []Span
+	slices.SortFunc(spans, func(a, b sim.Span) int { return int(a.From - b.From) })
+	var out []sim.Span
 	for _, s := range spans {
 		if n := len(out); n > 0 && s.From <= out[n-1].To {
 			out[n-1].To = max(out[n-1].To, s.To)
@@ -331,7 +338,7 @@ func zero(ys []float64) bool {
 // stacked on the bands of the brokers before it, so no broker's share can
 // hide another's.
 type stack struct {
-	series *Series
+	series *sim.Series
 	colors []color.RGBA
 }
 

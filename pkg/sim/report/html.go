@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+
+	"github.com/mqfault/mqfault/pkg/sim"
 )
 
 func cssColor(c color.RGBA) template.CSS {
@@ -19,17 +21,17 @@ func cssColor(c color.RGBA) template.CSS {
 
 // perSecond is a chart of one count per second, a line per strategy.
 // Adding a per-second series to the report is one more entry here, with its
-// slice in Series and its counter in metrics.
+// slice in sim.Series and its counter in the simulator's metrics.
 type perSecond struct {
 	title, ylabel string
-	of            func(*Series) []int64
+	of            func(*sim.Series) []int64
 }
 
 var perSecondCharts = []perSecond{
-	{"Sends started per second", "sends/s", func(s *Series) []int64 { return s.Sends }},
-	{"Failed sends per second (counted in the second they started)", "failed sends/s", func(s *Series) []int64 { return s.Failed }},
-	{"Retries per second (counted in the second they started)", "retries/s", func(s *Series) []int64 { return s.Retries }},
-	{"Attempts answered busy (SYSTEM_BUSY) per second", "busy answers/s", func(s *Series) []int64 { return s.Busy }},
+	{"Sends started per second", "sends/s", func(s *sim.Series) []int64 { return s.Sends }},
+	{"Failed sends per second (counted in the second they started)", "failed sends/s", func(s *sim.Series) []int64 { return s.Failed }},
+	{"Retries per second (counted in the second they started)", "retries/s", func(s *sim.Series) []int64 { return s.Retries }},
+	{"Attempts answered busy (SYSTEM_BUSY) per second", "busy answers/s", func(s *sim.Series) []int64 { return s.Busy }},
 }
 
 type htmlSwatch struct {
@@ -96,7 +98,7 @@ type timelineKey struct {
 	Isolated, Release, Unreachable, Fault template.CSS
 }
 
-// WriteHTML writes the report as one self-contained HTML page (no script,
+// WriteHTML writes rep as one self-contained HTML page (no script,
 // no external resource): the scenario and its fault windows, the table, and
 // charts drawn with gonum/plot as inline SVG, every one on one time axis
 // whose data areas line up: the fault windows, one lane per broker; sends,
@@ -105,14 +107,14 @@ type timelineKey struct {
 // then per strategy its isolation timeline (a lane per broker: isolated,
 // released, unreachable), each broker's share of the attempts, stacked, and
 // the p99. Line charts shade the union of the fault windows in grey.
-func (r *Report) WriteHTML(w io.Writer) error {
+func WriteHTML(w io.Writer, r *sim.Report) error {
 	sc := r.Scenario
 	if sc == nil || len(r.Results) == 0 {
-		return fmt.Errorf("sim: the report has no scenario or no result")
+		return fmt.Errorf("report: the report has no scenario or no result")
 	}
 	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0],
 		TimelineKey: timelineKey{Isolated: cssColor(isolatedColor), Release: cssColor(releaseColor), Unreachable: cssColor(unreachableCol), Fault: cssColor(laneFault)},
-		FaultBand:   cssColor(faultBand), Open: sc.open()}
+		FaultBand:   cssColor(faultBand), Open: sc.Load == sim.LoadOpen}
 	index := map[string]int{}
 	for i, b := range sc.Brokers {
 		index[b.Name] = i
@@ -120,7 +122,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	for _, e := range sc.Events {
 		page.Events = append(page.Events, htmlEvent{Broker: e.Broker, Window: fmtSec(e.At) + " – " + fmtSec(e.End()),
-			What: e.describe(), Color: cssColor(colorOf(index[e.Broker]))})
+			What: e.Describe(), Color: cssColor(colorOf(index[e.Broker]))})
 	}
 	// An ablation with its base's numbers has its row folded; one with
 	// its base's run too (sameAs) has no charts of its own either.
@@ -128,9 +130,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	rowAs := make([]string, len(r.Results))
 	for i := range r.Results {
 		switch b, same := r.SameAsBase(i); same {
-		case SameRun:
+		case sim.SameRun:
 			sameAs[i], rowAs[i] = r.Results[b].Name, "the same as "+r.Results[b].Name+" in every number: the policy changed nothing here"
-		case SameNumbers:
+		case sim.SameNumbers:
 			rowAs[i] = "the same numbers as " + r.Results[b].Name + "; a different run over time (its charts below)"
 		}
 	}
@@ -138,7 +140,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		page.Rows = append(page.Rows, htmlRow{
 			Name: res.Name, Summary: res.Summary, SameAs: rowAs[i], Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
-			P50: fmtMS(res.Latency.P50), P99: fmtMS(res.Latency.P99), P999: fmtMS(res.Latency.P999), Max: fmtMS(res.Latency.Max),
+			P50: sim.FormatMS(res.Latency.P50), P99: sim.FormatMS(res.Latency.P99), P999: sim.FormatMS(res.Latency.P999), Max: sim.FormatMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
 			Retries:   res.Retries, Refused: res.RetriesRefused, Busy: res.BusyAnswers, Shed: res.Shed, InFlight: res.InFlightAtEnd,
 		})
@@ -154,7 +156,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	var main, abl []int
 	var bases []string
 	for i := range r.Results {
-		if !r.hasBase(i) {
+		if base, _ := r.SameAsBase(i); base < 0 {
 			main = append(main, i)
 			continue
 		}
@@ -176,7 +178,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		page.Ablations = &htmlAblations{Bases: bases}
 		var idx []int
 		for _, of := range bases {
-			b := slices.IndexFunc(r.Results, func(res Result) bool { return res.Name == of })
+			b := slices.IndexFunc(r.Results, func(res sim.Result) bool { return res.Name == of })
 			idx = append(idx, b)
 			var folded []string
 			for _, i := range abl {
@@ -208,7 +210,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		hs := htmlStrategy{Name: res.Name, Summary: res.Summary, Timeline: timelineChart(sc, seconds, &res)}
 		hs.Share = shareChart(sc, &res)
-		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []Result{res}, []int{-1}); err != nil {
+		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []sim.Result{res}, []int{-1}); err != nil {
 			return err
 		}
 		page.PerStrategy = append(page.PerStrategy, hs)
@@ -234,7 +236,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 
 // strategyCharts draws the per-second charts and the p99 chart of the
 // results at the given indices, each line in the colour of its index.
-func strategyCharts(sc *Scenario, seconds int, results []Result, idx []int) ([]*htmlChart, error) {
+func strategyCharts(sc *sim.Scenario, seconds int, results []sim.Result, idx []int) ([]*htmlChart, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
@@ -255,7 +257,7 @@ func strategyCharts(sc *Scenario, seconds int, results []Result, idx []int) ([]*
 		}
 		out = append(out, hc)
 	}
-	chosen := make([]Result, len(idx))
+	chosen := make([]sim.Result, len(idx))
 	for k, i := range idx {
 		chosen[k] = results[i]
 	}
@@ -267,7 +269,7 @@ func strategyCharts(sc *Scenario, seconds int, results []Result, idx []int) ([]*
 }
 
 // countChart draws a per-second count, a line per strategy, from zero.
-func countChart(sc *Scenario, seconds int, ps perSecond, lines []line) (*htmlChart, error) {
+func countChart(sc *sim.Scenario, seconds int, ps perSecond, lines []line) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, ps.ylabel)
 	top := 1.0
 	for _, l := range lines {
@@ -305,7 +307,7 @@ func niceCeil(v float64) float64 {
 // p99Chart plots the p99 of each second for the given results, on a log
 // scale, in milliseconds, each in the colour of the strategy of its index
 // in at (strategyColor; -1 is black), by default its index in results.
-func p99Chart(sc *Scenario, seconds int, title string, results []Result, at []int) (*htmlChart, error) {
+func p99Chart(sc *sim.Scenario, seconds int, title string, results []sim.Result, at []int) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, "p99 ms")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
@@ -342,7 +344,7 @@ func p99Chart(sc *Scenario, seconds int, title string, results []Result, at []in
 }
 
 // shareChart stacks each broker's share of the attempts of each second.
-func shareChart(sc *Scenario, r *Result) *htmlChart {
+func shareChart(sc *sim.Scenario, r *sim.Result) *htmlChart {
 	p := newLineChart(sc, r.Series.Seconds, "share of attempts")
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Add(stack{series: &r.Series, colors: palette})
@@ -354,7 +356,7 @@ func shareChart(sc *Scenario, r *Result) *htmlChart {
 // one, in the broker's colour (flapping: solid while down, pale while up).
 // A window over an earlier one of the same broker is drawn over it, as the
 // later window wins in the simulation. Nil when there are none.
-func faultChart(sc *Scenario, seconds int) *htmlChart {
+func faultChart(sc *sim.Scenario, seconds int) *htmlChart {
 	var names []string
 	lane := map[string]int{}
 	for _, b := range sc.Brokers {
@@ -387,7 +389,7 @@ func faultChart(sc *Scenario, seconds int) *htmlChart {
 		}
 		c := colorOf(index[e.Broker])
 		from, to := secs(e.At), secs(e.End())
-		if e.State != StateFlapping {
+		if e.State != sim.StateFlapping {
 			bars.bars = append(bars.bars, laneBar{lane: l, lanes: len(names), from: from, to: to, lo: 0.1, hi: 0.9, color: c,
 				label: string(e.State), labelColor: textOn(c)})
 			continue
@@ -408,7 +410,7 @@ func blend(v uint8) uint8 { return uint8(255 - (255-int(v))*35/100) }
 
 // timelineChart draws what the strategy's fault table held: a lane per
 // broker that had a fault window, an isolation or an unreachable mark.
-func timelineChart(sc *Scenario, seconds int, r *Result) *htmlChart {
+func timelineChart(sc *sim.Scenario, seconds int, r *sim.Result) *htmlChart {
 	faulted := map[string]bool{}
 	for _, e := range sc.Events {
 		faulted[e.Broker] = true
@@ -484,7 +486,7 @@ func timelineChart(sc *Scenario, seconds int, r *Result) *htmlChart {
 // 0.3% of the axis), at most one per 0.6% of the axis, so back-to-back
 // isolations read apart and a lane of hundreds does not turn into a black
 // bar.
-func releases(tl *BrokerTimeline, seconds int) []float64 {
+func releases(tl *sim.BrokerTimeline, seconds int) []float64 {
 	gap, spacing := 0.003*float64(seconds), 0.006*float64(seconds)
 	var out []float64
 	last := math.Inf(-1)
@@ -502,7 +504,7 @@ func releases(tl *BrokerTimeline, seconds int) []float64 {
 }
 
 // timelineNote says in words what a broker's lane shows.
-func timelineNote(tl *BrokerTimeline) string {
+func timelineNote(tl *sim.BrokerTimeline) string {
 	if len(tl.Isolated) == 0 {
 		return fmt.Sprintf("%s: never isolated; unreachable %s.", tl.Name, fmtSpan(tl.UnreachableTime()))
 	}
@@ -613,4 +615,18 @@ func fmtSpan(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// fmtSec formats a moment of virtual time as the scenario summary does:
+// whole seconds as "10s", anything else as a Go duration.
+func fmtSec(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// ms converts d to milliseconds rounded to the microsecond, as the JSON does.
+func ms(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)/time.Microsecond) / 1000
 }

@@ -1,8 +1,10 @@
-package sim
+package report
 
 import (
 	"bytes"
+	"context"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,12 +14,42 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/mqfault/mqfault/pkg/sim"
 )
 
-func htmlOf(t *testing.T, rep *Report) string {
+// loadTestScenario loads one of pkg/sim's golden scenarios.
+func loadTestScenario(t testing.TB, name string) *sim.Scenario {
+	t.Helper()
+	s, err := sim.LoadFile(filepath.Join("..", "testdata", "golden", name+".yaml"))
+	if err != nil {
+		t.Fatalf("LoadFile(%s) error = %v", name, err)
+	}
+	return s
+}
+
+func mustRun(t testing.TB, s *sim.Scenario, opts ...sim.Option) *sim.Report {
+	t.Helper()
+	rep, err := sim.Run(context.Background(), s, opts...)
+	if err != nil {
+		t.Fatalf("Run(%s) error = %v", s.Name, err)
+	}
+	return rep
+}
+
+func selectStrategies(t testing.TB, names ...string) []sim.Strategy {
+	t.Helper()
+	s, err := sim.SelectStrategies(names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func htmlOf(t *testing.T, rep *sim.Report) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := rep.WriteHTML(&buf); err != nil {
+	if err := WriteHTML(&buf, rep); err != nil {
 		t.Fatalf("WriteHTML() error = %v", err)
 	}
 	return buf.String()
@@ -118,12 +150,9 @@ func TestReportContent(t *testing.T) {
 // strategy chart says "identical to v5" for it and its line is dashed;
 // off's line is not equal to either and gets no note.
 func TestReportIdenticalLines(t *testing.T) {
-	strats, err := SelectStrategies("off", "v5", "v5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	strats := selectStrategies(t, "off", "v5", "v5")
 	strats[2].Name = "v5 again"
-	rep := mustRun(t, loadTestScenario(t, "small"), WithStrategies(strats...))
+	rep := mustRun(t, loadTestScenario(t, "small"), sim.WithStrategies(strats...))
 	if !slices.Equal(rep.Results[1].Series.Sends, rep.Results[2].Series.Sends) || slices.Equal(rep.Results[0].Series.Sends, rep.Results[1].Series.Sends) {
 		t.Fatal("the test needs v5 and its copy equal and off different")
 	}
@@ -204,7 +233,7 @@ func TestLogTicks(t *testing.T) {
 // right edge once aligned, though their natural ones differ.
 func TestAlignCharts(t *testing.T) {
 	sc := loadTestScenario(t, "mixed")
-	rep := mustRun(t, sc, WithStrategies(Strategies()[2]))
+	rep := mustRun(t, sc, sim.WithStrategies(sim.Strategies()[2]))
 	res := &rep.Results[0]
 	seconds := res.Series.Seconds
 	lanes := newLaneChart(seconds, []string{"a-broker-with-a-long-name", "b"})
@@ -239,20 +268,20 @@ func TestAlignCharts(t *testing.T) {
 // one grey on the line charts (one band per union span, not one per
 // window), and drawn one lane per broker in the broker's colour.
 func TestFaultWindows(t *testing.T) {
-	sc := &Scenario{Events: []Event{
+	sc := &sim.Scenario{Events: []sim.Event{
 		{Broker: "b", At: 20 * time.Second, For: 40 * time.Second},
 		{Broker: "c", At: 20 * time.Second, For: 40 * time.Second},
 		{Broker: "e", At: 30 * time.Second, For: 40 * time.Second},
 		{Broker: "a", At: 80 * time.Second, For: 5 * time.Second},
 		{Broker: "b", At: 70 * time.Second, For: 10 * time.Second}, // touches the next
 	}}
-	want := []Span{{20 * time.Second, 85 * time.Second}}
+	want := []sim.Span{{From: 20 * time.Second, To: 85 * time.Second}}
 	if got := faultUnion(sc); !slices.Equal(got, want) {
 		t.Errorf("faultUnion() = %v, want %v", got, want)
 	}
-	sc.Events = append(sc.Events, Event{Broker: "d", At: 88 * time.Second, For: time.Second})
+	sc.Events = append(sc.Events, sim.Event{Broker: "d", At: 88 * time.Second, For: time.Second})
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
-		sc.Brokers = append(sc.Brokers, Broker{Name: name})
+		sc.Brokers = append(sc.Brokers, sim.Broker{Name: name})
 	}
 	p := newLineChart(sc, 95, "y")
 	svg, err := alignCharts([]*chart{{p: p, h: lineHeight}})
