@@ -85,6 +85,9 @@ type FaultTable struct {
 	ver   atomic.Uint64
 	worst *route.Index
 	rank  leastBadCache
+	// claims are the strategies' claims on the table's brokers: which items
+	// route changes may drop (routebrokers.go).
+	claims routeClaims
 }
 
 var _ FaultTolerance = (*FaultTable)(nil)
