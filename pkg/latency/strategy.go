@@ -274,8 +274,8 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 		lookup, reason = s.spec.isolationLatency, ReasonFailure
 	}
 	d := s.durations.Load().t.Isolation(lookup)
-	if ev, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
-		s.obs.OnIsolate(ev)
+	if r, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
+		s.obs.OnIsolate(s.table.event(broker, reason, latency, r))
 	}
 }
 
