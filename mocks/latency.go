@@ -79,6 +79,44 @@ func (c *MockClockAfterFuncCall) DoAndReturn(f func(time.Duration, func()) laten
 	return c
 }
 
+// Elapsed mocks base method.
+func (m *MockClock) Elapsed() time.Duration {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "Elapsed")
+	ret0, _ := ret[0].(time.Duration)
+	return ret0
+}
+
+// Elapsed indicates an expected call of Elapsed.
+func (mr *MockClockMockRecorder) Elapsed() *MockClockElapsedCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Elapsed", reflect.TypeOf((*MockClock)(nil).Elapsed))
+	return &MockClockElapsedCall{Call: call}
+}
+
+// MockClockElapsedCall wrap *gomock.Call
+type MockClockElapsedCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockClockElapsedCall) Return(arg0 time.Duration) *MockClockElapsedCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockClockElapsedCall) Do(f func() time.Duration) *MockClockElapsedCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockClockElapsedCall) DoAndReturn(f func() time.Duration) *MockClockElapsedCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // NewTicker mocks base method.
 func (m *MockClock) NewTicker(d time.Duration) latency.Ticker {
 	m.ctrl.T.Helper()

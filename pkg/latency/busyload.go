@@ -61,7 +61,7 @@ var _ outcomeHook = (*busyLoad)(nil)
 type penalty struct {
 	mu    sync.Mutex
 	value float64
-	stamp int64 // Unix nanoseconds of value
+	stamp int64 // table time of value
 }
 
 // add fades the penalty to now with time constant decay, adds one and
@@ -109,8 +109,8 @@ func (b *busyLoad) report(s *Strategy, broker string, o Outcome) (FaultUpdate, b
 	if b.isolateAt > 0 && level >= b.isolateAt {
 		d, u.Isolation = max(d, b.decay), true
 	}
-	if ev, ok := s.table.update(broker, u.Latency, d, true, ReasonBusy, nil); ok && s.obs != nil {
-		s.obs.OnIsolate(ev)
+	if r, ok := s.table.update(broker, u.Latency, d, true, ReasonBusy, nil); ok && s.obs != nil {
+		s.obs.OnIsolate(s.table.event(broker, ReasonBusy, u.Latency, r))
 	}
 	return u, true
 }

@@ -2,6 +2,7 @@ package latency
 
 import (
 	"container/heap"
+	"math"
 	"sync"
 	"time"
 )
@@ -10,14 +11,32 @@ import (
 // isolation expiry, the detector's ticks and probe deadlines all go through
 // it, so a test or the simulator can run the real code in virtual time.
 // Implementations must be safe for concurrent use.
+//
+// A Clock has two readings. Now is the wall clock, which may step (NTP, a VM
+// migration, an operator): it says what time it is, in the times mqfault
+// reports (events, fault items, a context's Deadline). Elapsed is the time
+// that has passed, which never steps: the fault table, its policies and the
+// detector measure every duration and deadline on it (isolation ends, check
+// stamps, load scores, probe timeouts), and timers and tickers count it. So
+// a wall clock stepped back an hour neither stretches an isolation by an
+// hour nor fades every load score, and one stepped forward ends nothing
+// early. (Others that measure with differences of Now's readings, Time.Sub,
+// get the same only from readings with a monotonic clock reading, as
+// RealClock's have.)
 type Clock interface {
-	// Now returns the current time.
+	// Now returns the wall-clock time.
 	Now() time.Time
+	// Elapsed returns the time passed since a fixed origin of the clock's
+	// own, on a monotonic clock: it never decreases, and a step of the wall
+	// clock does not move it.
+	Elapsed() time.Duration
 	// AfterFunc calls f in its own goroutine (RealClock) or from the call
-	// that moves the clock past the deadline (ManualClock) once d has passed.
+	// that moves the clock past the deadline (ManualClock) once d has passed,
+	// counted as Elapsed counts.
 	AfterFunc(d time.Duration, f func()) Timer
-	// NewTicker returns a ticker that delivers the time every d on its
-	// channel, dropping ticks a slow reader misses, like time.Ticker.
+	// NewTicker returns a ticker that delivers the time (Now) every d, counted
+	// as Elapsed counts, on its channel, dropping ticks a slow reader misses,
+	// like time.Ticker.
 	NewTicker(d time.Duration) Ticker
 }
 
@@ -41,8 +60,16 @@ type RealClock struct{}
 
 var _ Clock = RealClock{}
 
+// realOrigin is RealClock's origin: a reading with a monotonic clock reading,
+// taken when the package is initialized.
+var realOrigin = time.Now()
+
 // Now returns time.Now().
 func (RealClock) Now() time.Time { return time.Now() }
+
+// Elapsed returns the time since the package was initialized, from the
+// system's monotonic clock (time.Since of a time.Now reading).
+func (RealClock) Elapsed() time.Duration { return time.Since(realOrigin) }
 
 // AfterFunc wraps time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
@@ -55,45 +82,68 @@ type realTicker struct{ t *time.Ticker }
 func (r realTicker) C() <-chan time.Time { return r.t.C }
 func (r realTicker) Stop()               { r.t.Stop() }
 
-// ManualClock is a clock that moves only when told to. Timers and tickers fire
-// synchronously, in deadline order, from the Advance or Set call that moves the
-// clock past them, with Now reading their deadline while they run; so whatever
-// a timer does is done when Advance returns. It is safe for concurrent use;
-// timer callbacks run without the clock's lock held and may use the clock.
+// ManualClock is a clock that moves only when told to. Time passes with
+// Advance, and with Set to a later time: Now and Elapsed move together.
+// Set to an earlier time steps the wall clock back, as NTP does: only Now
+// moves, no time passes. Timers and tickers count Elapsed, and fire
+// synchronously, in deadline order, from the Advance or Set call that moves
+// the clock past them, with Now and Elapsed reading their deadline while they
+// run; so whatever a timer does is done when Advance returns. It is safe for
+// concurrent use; timer callbacks run without the clock's lock held and may
+// use the clock.
 type ManualClock struct {
-	mu     sync.Mutex // guards every field below
-	now    time.Time
-	timers timerHeap
-	seq    uint64
-	moving bool // an Advance is firing timers; a nested Advance only moves now
+	mu      sync.Mutex    // guards every field below
+	now     time.Time     // the wall reading
+	elapsed time.Duration // time passed since NewManualClock; what timers count
+	timers  timerHeap
+	seq     uint64
+	moving  bool // an Advance is firing timers; a nested Advance only moves the clock
 }
 
 var _ Clock = (*ManualClock)(nil)
 
-// NewManualClock returns a manual clock reading start.
+// NewManualClock returns a manual clock reading start, with no time elapsed.
 func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
 
-// Now returns the clock's time.
+// Now returns the clock's wall reading.
 func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-// Advance moves the clock forward by d (a negative d is treated as 0), firing
-// every timer that falls due on the way.
+// Elapsed returns the time passed since NewManualClock: the sum of the
+// moves forward (Advance, Set to a later time), steps back not counted.
+func (c *ManualClock) Elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.elapsed
+}
+
+// addDuration is a + d for a non-negative d, saturated at the largest
+// Duration.
+func addDuration(a, d time.Duration) time.Duration {
+	if a > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return a + d
+}
+
+// Advance lets d pass (a negative d is treated as 0), firing every timer
+// that falls due on the way.
 func (c *ManualClock) Advance(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
 	c.mu.Lock()
-	target := c.now.Add(d)
+	target := addDuration(c.elapsed, d)
 	c.mu.Unlock()
 	c.moveTo(target)
 }
 
-// Set moves the clock to t. Moving forward fires due timers as Advance does;
-// moving backward only changes what Now reads.
+// Set moves the wall reading to t. Moving forward lets the difference pass,
+// firing due timers, as Advance does; moving backward is a step of the wall
+// clock: only Now changes, Elapsed and the timers do not.
 func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	if t.Before(c.now) {
@@ -101,47 +151,58 @@ func (c *ManualClock) Set(t time.Time) {
 		c.mu.Unlock()
 		return
 	}
+	target := addDuration(c.elapsed, t.Sub(c.now))
 	c.mu.Unlock()
-	c.moveTo(t)
+	c.moveTo(target)
 }
 
-func (c *ManualClock) moveTo(target time.Time) {
+// passTo lets time pass until Elapsed reads to (later than it reads).
+// Caller must hold c.mu.
+func (c *ManualClock) passTo(to time.Duration) {
+	c.now = c.now.Add(to - c.elapsed)
+	c.elapsed = to
+}
+
+func (c *ManualClock) moveTo(target time.Duration) {
 	c.mu.Lock()
 	if c.moving {
 		// A timer callback moved the clock: move it, and let the outer call
 		// fire what falls due.
-		if target.After(c.now) {
-			c.now = target
+		if target > c.elapsed {
+			c.passTo(target)
 		}
 		c.mu.Unlock()
 		return
 	}
 	c.moving = true
-	for len(c.timers) > 0 && !c.timers[0].when.After(target) {
+	for len(c.timers) > 0 && c.timers[0].when <= target {
 		t := heap.Pop(&c.timers).(*manualTimer)
 		t.index = -1
-		if t.when.After(c.now) {
-			c.now = t.when
+		if t.when > c.elapsed {
+			c.passTo(t.when)
 		}
 		f := t.f
 		if t.period > 0 {
-			t.when = t.when.Add(t.period)
-			if t.step && !t.when.After(target) {
-				t.when = target.Add(1) // once per move of the clock
+			t.when = addDuration(t.when, t.period)
+			if t.step && t.when <= target {
+				t.when = addDuration(target, 1) // once per move of the clock
 			}
-			c.seq++
-			t.seq = c.seq
-			heap.Push(&c.timers, t)
+			// At the end of time (a saturated move) a ticker stops.
+			if t.when > target || target < math.MaxInt64 {
+				c.seq++
+				t.seq = c.seq
+				heap.Push(&c.timers, t)
+			}
 		}
 		c.mu.Unlock()
 		f()
 		c.mu.Lock()
-		if c.now.After(target) {
-			target = c.now // a callback moved the clock: fire what fell due on the way
+		if c.elapsed > target {
+			target = c.elapsed // a callback moved the clock: fire what fell due on the way
 		}
 	}
-	if target.After(c.now) {
-		c.now = target
+	if target > c.elapsed {
+		c.passTo(target)
 	}
 	c.moving = false
 	c.mu.Unlock()
@@ -154,18 +215,19 @@ func (c *ManualClock) Pending() int {
 	return len(c.timers)
 }
 
-// NextDeadline returns when the earliest pending timer fires.
+// NextDeadline returns when the earliest pending timer fires, on the wall
+// clock as it reads now.
 func (c *ManualClock) NextDeadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.timers) == 0 {
 		return time.Time{}, false
 	}
-	return c.timers[0].when, true
+	return c.now.Add(c.timers[0].when - c.elapsed), true
 }
 
-// AfterFunc schedules f to run when the clock reaches now+d. A d <= 0 fires on
-// the next Advance or Set (even Advance(0)), never inside AfterFunc itself.
+// AfterFunc schedules f to run once d has passed. A d <= 0 fires on the next
+// Advance or Set (even Advance(0)), never inside AfterFunc itself.
 func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 	t := &manualTimer{c: c, f: f, index: -1}
 	c.mu.Lock()
@@ -209,7 +271,7 @@ func (c *ManualClock) schedule(t *manualTimer, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	t.when = c.now.Add(d)
+	t.when = addDuration(c.elapsed, d)
 	c.seq++
 	t.seq = c.seq
 	heap.Push(&c.timers, t)
@@ -218,7 +280,7 @@ func (c *ManualClock) schedule(t *manualTimer, d time.Duration) {
 type manualTimer struct {
 	c      *ManualClock
 	f      func()
-	when   time.Time
+	when   time.Duration // on Elapsed
 	seq    uint64
 	period time.Duration
 	step   bool // a ticker made with d <= 0: at most one tick per move
@@ -252,8 +314,8 @@ type timerHeap []*manualTimer
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
-	if !h[i].when.Equal(h[j].when) {
-		return h[i].when.Before(h[j].when)
+	if h[i].when != h[j].when {
+		return h[i].when < h[j].when
 	}
 	return h[i].seq < h[j].seq
 }

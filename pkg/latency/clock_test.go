@@ -173,21 +173,31 @@ func TestManualClockCallbacksUseClock(t *testing.T) {
 	}
 }
 
+// TestManualClockSetBackwards: Set to an earlier time steps the wall reading
+// back and lets no time pass: Elapsed and the timers do not move, and the
+// timer fires once its time has passed. Set forward again lets time pass.
 func TestManualClockSetBackwards(t *testing.T) {
 	c := latency.NewManualClock(t0)
 	ran := 0
 	c.AfterFunc(10*time.Millisecond, func() { ran++ })
 	c.Set(t0.Add(-time.Hour))
-	if ran != 0 || !c.Now().Equal(t0.Add(-time.Hour)) {
-		t.Fatalf("Set(back): ran = %d, Now() = %v, want 0 and an hour back", ran, c.Now())
+	if ran != 0 || !c.Now().Equal(t0.Add(-time.Hour)) || c.Elapsed() != 0 {
+		t.Fatalf("Set(back): ran = %d, Now() = %v, Elapsed() = %v; want 0, an hour back, 0", ran, c.Now(), c.Elapsed())
 	}
-	c.Advance(time.Hour)
+	if d, ok := c.NextDeadline(); !ok || !d.Equal(t0.Add(-time.Hour+10*time.Millisecond)) {
+		t.Errorf("NextDeadline() = %v, %t; want 10ms from the stepped wall reading", d, ok)
+	}
+	c.Advance(9 * time.Millisecond)
 	if ran != 0 {
-		t.Errorf("timer ran before its deadline after the clock moved back")
+		t.Errorf("timer ran after 9ms of its 10ms")
 	}
-	c.Advance(10 * time.Millisecond)
-	if ran != 1 {
-		t.Errorf("timer ran %d times at its deadline, want 1", ran)
+	c.Advance(time.Millisecond)
+	if ran != 1 || c.Elapsed() != 10*time.Millisecond || !c.Now().Equal(t0.Add(-time.Hour+10*time.Millisecond)) {
+		t.Errorf("after 10ms: ran = %d, Elapsed() = %v, Now() = %v; want 1, 10ms, an hour back + 10ms", ran, c.Elapsed(), c.Now())
+	}
+	c.Set(t0)
+	if c.Elapsed() != time.Hour {
+		t.Errorf("Set(forward by 59m59.99s): Elapsed() = %v, want 1h", c.Elapsed())
 	}
 }
 

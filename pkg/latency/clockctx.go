@@ -21,10 +21,14 @@ import (
 //
 // All methods are safe for concurrent use.
 type ClockContext struct {
-	parent   context.Context
-	clock    Clock
-	deadline time.Time // on clock
-	wall     time.Time // Deadline's answer when set; else computed from the clock
+	parent context.Context
+	clock  Clock
+	// The deadline is at on the clock's Elapsed when onElapsed is set
+	// (WithClockTimeout), else deadline on its Now (NewClockContext).
+	deadline  time.Time
+	at        time.Duration
+	onElapsed bool
+	wall      time.Time // Deadline's answer when set; else computed from the clock
 
 	// released is set by Release when Done was never called, so that the
 	// common path takes no lock; once set, Done and Err report Canceled.
@@ -41,9 +45,21 @@ type ClockContext struct {
 var _ context.Context = (*ClockContext)(nil)
 
 // NewClockContext returns a context done at deadline on clock, when parent
-// is done, or when released. Call Release when done with it.
+// is done, or when released. Call Release when done with it. The deadline is
+// a time on the clock's Now, compared with Now's readings (Time.Sub): one
+// taken from a RealClock's Now carries a monotonic clock reading and does not
+// move with the wall clock; on another clock it moves with Now's steps.
+// WithClockTimeout's deadline is on Elapsed and never moves.
 func NewClockContext(parent context.Context, clock Clock, deadline time.Time) *ClockContext {
 	return &ClockContext{parent: parent, clock: clock, deadline: deadline}
+}
+
+// left is the time until the deadline (negative once it passed).
+func (c *ClockContext) left() time.Duration {
+	if c.onElapsed {
+		return c.at - c.clock.Elapsed()
+	}
+	return c.deadline.Sub(c.clock.Now())
 }
 
 // Reuse makes a released c a new context for parent, clock and deadline,
@@ -56,18 +72,25 @@ func (c *ClockContext) Reuse(parent context.Context, clock Clock, deadline time.
 	}
 	// Nobody holds c (the caller's promise) and Done was never called, so
 	// no lock is needed: armed is only set by Done.
-	c.parent, c.clock, c.deadline, c.wall, c.err = parent, clock, deadline, time.Time{}, nil
+	c.parent, c.clock, c.deadline, c.at, c.onElapsed, c.wall, c.err = parent, clock, deadline, 0, false, time.Time{}, nil
 	c.released.Store(false)
 	return true
 }
 
 // WithClockTimeout returns a context that is done when d has passed on clock
-// (or when parent is done), with Err() == context.DeadlineExceeded in the
-// first case. Its Deadline is the wall-clock time d from now, so code that
-// sets socket deadlines from ctx (net.Dialer) behaves alike on a real and a
+// (its Elapsed, so a step of the wall clock does not move the deadline), or
+// when parent is done, with Err() == context.DeadlineExceeded in the first
+// case. Its Deadline is the wall-clock time d from now, so code that sets
+// socket deadlines from ctx (net.Dialer) behaves alike on a real and a
 // manual clock. Its timer starts at once; call cancel to release it.
 func WithClockTimeout(parent context.Context, clock Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	c := NewClockContext(parent, clock, clock.Now().Add(d))
+	at := clock.Elapsed()
+	if d > 0 {
+		at = addDuration(at, d)
+	} else {
+		at += d // Elapsed is not negative: no overflow
+	}
+	c := &ClockContext{parent: parent, clock: clock, at: at, onElapsed: true}
 	c.wall = time.Now().Add(d)
 	c.Done()
 	return c, c.Release
@@ -79,7 +102,7 @@ func WithClockTimeout(parent context.Context, clock Clock, d time.Duration) (con
 func (c *ClockContext) Deadline() (time.Time, bool) {
 	d := c.wall
 	if d.IsZero() {
-		d = time.Now().Add(c.deadline.Sub(c.clock.Now()))
+		d = time.Now().Add(c.left())
 	}
 	if pd, ok := c.parent.Deadline(); ok && pd.Before(d) {
 		return pd, true
@@ -99,7 +122,7 @@ func (c *ClockContext) Done() <-chan struct{} {
 	if c.err == nil && c.released.Load() {
 		c.err = context.Canceled
 	}
-	left := c.deadline.Sub(c.clock.Now())
+	left := c.left()
 	if c.err == nil && left <= 0 {
 		c.err = context.DeadlineExceeded
 	}
@@ -118,7 +141,7 @@ func (c *ClockContext) Err() error {
 	inner, err := c.inner, c.err
 	c.mu.Unlock()
 	if inner != nil {
-		if inner.Err() == nil && !c.clock.Now().Before(c.deadline) {
+		if inner.Err() == nil && c.left() <= 0 {
 			c.cancelInner(context.DeadlineExceeded)
 		}
 		if err := inner.Err(); err != nil {
@@ -137,7 +160,7 @@ func (c *ClockContext) Err() error {
 		err = context.Canceled
 	case c.parent.Err() != nil:
 		err = c.parent.Err()
-	case !c.clock.Now().Before(c.deadline):
+	case c.left() <= 0:
 		err = context.DeadlineExceeded
 	default:
 		return nil

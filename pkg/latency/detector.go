@@ -165,7 +165,7 @@ loop:
 			<-sem
 			break
 		}
-		now := d.clock.Now().UnixNano()
+		now := d.table.now()
 		// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
 		if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
 			<-sem
@@ -207,7 +207,7 @@ loop:
 // (Close), not by the round.
 func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCounters) {
 	c.probed.Add(1)
-	start := d.clock.Now()
+	start := d.clock.Elapsed()
 	d.calls.Add(1)
 	err := ask(ctx, d.clock, addr, d.timeout, func(pctx context.Context) error {
 		defer d.calls.Done()
@@ -217,7 +217,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 	if errors.Is(err, ErrNoAnswer) {
 		c.noAnswer.Add(1)
 	}
-	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Now().Sub(start)}
+	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Elapsed() - start}
 	switch {
 	case err == nil:
 		c.reachable.Add(1)
@@ -228,7 +228,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 			sl.endBackoffEarly()
 		}
 		if d.recoveredAfter > 0 {
-			sl.probeAnswered(d.clock.Now().UnixNano(), d.recoveredAfter)
+			sl.probeAnswered(d.table.now(), d.recoveredAfter)
 		}
 	case errors.Is(err, ErrProbeInconclusive):
 		c.inconclusive.Add(1)
@@ -241,7 +241,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 			ev.BecameUnreachable = true
 		}
 		if d.recoveredAfter > 0 {
-			sl.probeFailed(d.clock.Now().UnixNano())
+			sl.probeFailed(d.table.now())
 		}
 	}
 	if d.obs != nil {

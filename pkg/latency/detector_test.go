@@ -512,6 +512,7 @@ func TestDetectorSwitchTicks(t *testing.T) {
 			var now atomic.Int64
 			now.Store(t0.UnixNano())
 			clock.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
+			clock.EXPECT().Elapsed().DoAndReturn(func() time.Duration { return time.Duration(now.Load() - t0.UnixNano()) }).AnyTimes()
 			clock.EXPECT().NewTicker(7 * time.Second).Return(ticker).Times(1)
 			ticker.EXPECT().C().Return(ticks).AnyTimes()
 			ticker.EXPECT().Stop().Times(1)

@@ -86,20 +86,34 @@ func (t *FaultTable) leastBad() (string, *slot, bool) {
 }
 
 // pickLeastBadSorting is PickLeastBad without the cache: it sorts a fresh
-// snapshot. worst is the worst index's move already made, or -1 for none.
+// snapshot (reading no clock). worst is the worst index's move already made,
+// or -1 for none.
 func (t *FaultTable) pickLeastBadSorting(worst int32) (string, bool) {
-	items := t.Items()
-	switch len(items) {
+	keys := leastBadKeys(t, nil)
+	switch len(keys) {
 	case 0:
 		return "", false
 	case 1:
-		return items[0].Broker, true
+		return keys[0].slot.name, true
 	}
-	slices.SortFunc(items, compareLeastBad)
+	slices.SortFunc(keys, compareLeastBadKey)
 	if worst < 0 {
 		worst = t.worst.Next()
 	}
-	return items[int(worst)%(len(items)/2)].Broker, true
+	return keys[int(worst)%(len(keys)/2)].slot.name, true
+}
+
+// leastBadKeys appends to keys the sort key of every slot of t that has an
+// item.
+func leastBadKeys(t *FaultTable, keys []leastBadKey) []leastBadKey {
+	for _, s := range *t.slots.Load() {
+		if s.present.Load() {
+			keys = append(keys, leastBadKey{
+				available: !s.isolated.Load(), latency: s.latency.Load(), until: s.until.Load(), slot: s,
+			})
+		}
+	}
+	return keys
 }
 
 // resort sorts the table into the order not in use and publishes it. It
@@ -115,14 +129,7 @@ func (c *leastBadCache) resort(t *FaultTable) *leastBadOrder {
 	if o == c.current.Load() {
 		o = &c.bufs[1]
 	}
-	c.keys = c.keys[:0]
-	for _, s := range *t.slots.Load() {
-		if s.present.Load() {
-			c.keys = append(c.keys, leastBadKey{
-				available: !s.isolated.Load(), latency: s.latency.Load(), until: s.until.Load(), slot: s,
-			})
-		}
-	}
+	c.keys = leastBadKeys(t, c.keys[:0])
 	slices.SortFunc(c.keys, compareLeastBadKey)
 	o.ver.Store(noVer)
 	slots := o.slots.Load()
@@ -154,20 +161,4 @@ func compareLeastBadKey(a, b leastBadKey) int {
 		return c
 	}
 	return strings.Compare(a.slot.name, b.slot.name)
-}
-
-func compareLeastBad(a, b FaultItem) int {
-	if a.Available != b.Available {
-		if a.Available {
-			return -1
-		}
-		return 1
-	}
-	if c := cmp.Compare(a.Latency, b.Latency); c != 0 {
-		return c
-	}
-	if c := a.IsolatedUntil.Compare(b.IsolatedUntil); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Broker, b.Broker)
 }

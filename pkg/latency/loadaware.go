@@ -66,9 +66,9 @@ var loadAwarePolicy = policyKind{
 type brokerLoad struct {
 	inflight atomic.Int64 // attempts picked and not yet ended or released
 	peak     atomic.Int64 // PeakEWMA of answered latency, nanoseconds; 0 never answered
-	stamp    atomic.Int64 // table time of peak's last update, Unix nanoseconds
-	// busyUntil is when the broker's push-back is worked off (table time,
-	// Unix nanoseconds): each busy answer adds busyCost, never reaching
+	stamp    atomic.Int64 // table time of peak's last update
+	// busyUntil is when the broker's push-back is worked off (table
+	// time): each busy answer adds busyCost, never reaching
 	// more than busyHold past the answer (Linkerd's penalty, as a
 	// deadline so that a pick reads it without a clock).
 	busyUntil atomic.Int64

@@ -35,7 +35,7 @@ type IsolationEvent struct {
 	Reason    Reason
 	Latency   time.Duration // the latency the update carried
 	Duration  time.Duration // the isolation the duration table gave
-	Until     time.Time     // when the broker becomes available again
+	Until     time.Time     // when the broker becomes available again, on the wall clock as it read at the event
 	Reachable bool
 	// Extended is true when the broker was isolated already and this moved
 	// the end of its isolation later; false when the isolation began here
@@ -48,7 +48,7 @@ type IsolationEvent struct {
 // RecoveryEvent reports that a broker's isolation ended.
 type RecoveryEvent struct {
 	Broker string
-	At     time.Time
+	At     time.Time // the wall clock's reading
 }
 
 // ProbeEvent reports one detector probe.

@@ -106,9 +106,9 @@ const (
 
 // recoveryState is one broker's state under the sustained recovery rule.
 type recoveryState struct {
-	// since is when the current run of answered probes began (Unix
-	// nanoseconds); 0 when the last conclusive probe failed, or none
-	// answered yet.
+	// since is when the current run of answered probes began (table
+	// time); 0 when the last conclusive probe failed, or none answered
+	// yet.
 	since atomic.Int64
 	// began is when the running lengthened failure isolation began (the
 	// failure that set baseUntil). Written under the slot's mu.
@@ -117,8 +117,8 @@ type recoveryState struct {
 	// trial lasts until then (or until a failure isolation starts). Written
 	// under the slot's mu.
 	trialUntil atomic.Int64
-	// loadedAt is when the broker last answered busy or slowly (Unix
-	// nanoseconds; 0: never).
+	// loadedAt is when the broker last answered busy or slowly (table
+	// time; 0: never).
 	loadedAt atomic.Int64
 	// phase is recoveryIdle, recoveryTrial or recoveryHeld.
 	phase atomic.Int32

@@ -6,7 +6,8 @@ import "github.com/mqfault/mqfault/pkg/route"
 // route (route.RouteFilter), that info is now the route of its topic: the
 // strategy builds what its picks over info read, replacing what it kept for
 // the topic's previous route, and drops the fault items of brokers that no
-// route announced to the strategy names any more (routebrokers.go). A
+// route announced to the strategy, or to another strategy over its table,
+// names any more (routebrokers.go). A
 // producer calls it whenever its route cache installs a publish info, before
 // the first pick on it; a user driving Select with publish infos of their own
 // calls it when they build one (a pick on a publish info the strategy was not
@@ -50,8 +51,8 @@ func tellFilters(fs []route.QueueFilter, tell func(route.RouteFilter)) {
 
 // RouteRemoved tells the strategy, and every user filter that decides per
 // route, that topic no longer has a route: the strategy forgets what it kept
-// for it and drops the fault items of brokers that no route announced to it
-// names any more. A filter whose Remove panics does not keep the others from
+// for it and drops the fault items of brokers that no route announced to it,
+// or to another strategy over its table, names any more. A filter whose Remove panics does not keep the others from
 // being told; the panic then goes on to the caller, as in RouteChanged.
 func (s *Strategy) RouteRemoved(topic string) {
 	s.unbind(topic)

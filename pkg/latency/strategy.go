@@ -37,6 +37,7 @@ type Strategy struct {
 	table  *FaultTable
 	stages *StageCounter // nil unless WithStageCounter
 	routes routeBrokers  // the brokers of the routes announced (routebrokers.go)
+	claim  *claim        // the strategy's claim on the table's brokers (routebrokers.go)
 	// walkOnly makes every pass probe queue by queue, ignoring the routes'
 	// flag summaries and the least-bad order: the reference's own walk,
 	// which the differential tests hold the fast path to.
@@ -94,7 +95,11 @@ func WithServiceDetector(d ServiceDetector) Option { return func(o *options) { o
 // table share what their sends found. The strategy reads and updates t and
 // never changes anything else about it: t's observer (WithTableObserver) is
 // told of its recoveries, the strategy's observer of the isolations the
-// strategy's own updates cause.
+// strategy's own updates cause. A route change drops a broker's item only
+// when no route announced to any strategy over t names it, and not while a
+// strategy over t that was announced no route yet is open (routebrokers.go);
+// Close a strategy you are done with, or its routes keep their brokers'
+// items in t.
 func WithFaultTable(t *FaultTable) Option {
 	return func(o *options) { o.table, o.tableSet = t, true }
 }
@@ -196,6 +201,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		}
 		s.detector = d
 	}
+	s.claim = s.table.newClaim() // last: a strategy NewStrategy does not return holds none
 	return s, nil
 }
 
@@ -268,8 +274,8 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 		lookup, reason = s.spec.isolationLatency, ReasonFailure
 	}
 	d := s.durations.Load().t.Isolation(lookup)
-	if ev, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
-		s.obs.OnIsolate(ev)
+	if r, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
+		s.obs.OnIsolate(s.table.event(broker, reason, latency, r))
 	}
 }
 
@@ -346,9 +352,11 @@ func (s *Strategy) Start() error {
 // loop and for every probe to return; then it silences the observer, waiting
 // for the observer calls in progress: once Close has returned the observer
 // is never called again (not by the expiry timers of isolations still
-// pending). Select, Update and DetectRound keep working after Close, and
-// isolations still end on time; only the background loop and the observer
-// are gone. Close is idempotent: every call returns once the strategy is
+// pending). It gives up the strategy's claim on its table's brokers: route
+// changes of other strategies over the table drop the items only this one's
+// routes named, and its own route changes drop nothing any more. Select,
+// Update and DetectRound keep working after Close, and isolations still end
+// on time; only the background loop, the observer and the claim are gone. Close is idempotent: every call returns once the strategy is
 // closed.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
@@ -370,6 +378,7 @@ func (s *Strategy) Close() error {
 	if s.obs != nil {
 		s.obs.close()
 	}
+	s.table.releaseClaim(s.claim)
 	close(s.closeDone)
 	return nil
 }

@@ -43,7 +43,10 @@ type FaultTolerance interface {
 	Items() []FaultItem
 }
 
-// FaultItem is a snapshot of one broker's fault state.
+// FaultItem is a snapshot of one broker's fault state. Its times are on the
+// wall clock as it read when the snapshot was taken (the table measures
+// them on the clock's Elapsed: after a wall-clock step they keep their
+// distance from now).
 type FaultItem struct {
 	Broker        string
 	Latency       time.Duration
@@ -60,9 +63,19 @@ type FaultItem struct {
 // never reads the clock and expiry never waits for an Update: exact on a
 // ManualClock, within timer precision on the real one.
 //
+// The table keeps time on the clock's Elapsed (its table time: Unix
+// nanoseconds as the wall clock read when the table was made, advanced by
+// the time passed since), so every isolation end, check stamp and policy
+// time is monotonic: a step of the wall clock moves none of them. What it
+// reports (items, events) is converted to the wall clock as it reads then.
+//
 // All methods are safe for concurrent use; none blocks on I/O.
 type FaultTable struct {
 	clock Clock
+	// wall0 and mono0 are the clock's Now (Unix nanoseconds) and Elapsed
+	// when the table was made: table time is wall0 + (Elapsed - mono0).
+	wall0 int64
+	mono0 time.Duration
 	mode  Mode
 	rule  updateRule // the mode's
 	obs   Observer   // nil means none
@@ -85,6 +98,9 @@ type FaultTable struct {
 	ver   atomic.Uint64
 	worst *route.Index
 	rank  leastBadCache
+	// claims are the strategies' claims on the table's brokers: which items
+	// route changes may drop (routebrokers.go).
+	claims routeClaims
 }
 
 var _ FaultTolerance = (*FaultTable)(nil)
@@ -106,6 +122,7 @@ func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
 	}
 	mode = mode.orDefault()
 	t := &FaultTable{clock: clock, mode: mode, rule: updateRules[mode], worst: route.NewIndex(nil)}
+	t.wall0, t.mono0 = clock.Now().UnixNano(), clock.Elapsed()
 	for _, opt := range opts {
 		opt(t)
 	}
@@ -123,8 +140,8 @@ type slot struct {
 	name       string
 	id         int32        // unique in the table, from 0 (a binding's index of its slots)
 	latency    atomic.Int64 // nanoseconds
-	until      atomic.Int64 // Unix nanoseconds; 0 when never isolated
-	checkStamp atomic.Int64 // Unix nanoseconds
+	until      atomic.Int64 // table time; 0 when never isolated
+	checkStamp atomic.Int64 // table time; 0 when never checked
 	// failed is set while the isolation was caused (or extended) by a failed
 	// send, and is written under mu; strikes is the backoff's count (backoff.go).
 	failed  atomic.Bool
@@ -137,9 +154,9 @@ type slot struct {
 	// no failure of another class came since (capacity.go; kept only with
 	// Config.CapHoldsBusy).
 	pushedBack atomic.Bool
-	// pushing is the table time (Unix nanoseconds) of the broker's last
-	// push-back while it pushes back, 0 otherwise (pushback.go; kept only
-	// with Config.ReleaseOnPushBack).
+	// pushing is the table time of the broker's last push-back while it
+	// pushes back, 0 otherwise (pushback.go; kept only with
+	// Config.ReleaseOnPushBack).
 	pushing atomic.Int64
 	// baseUntil is when the running failure isolation would end without
 	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
@@ -214,7 +231,19 @@ func (t *FaultTable) slotsFor(names []string) []*slot {
 	return out
 }
 
-func (t *FaultTable) now() int64 { return t.clock.Now().UnixNano() }
+// now is the table time: monotonic, in Unix nanoseconds of the wall clock
+// as it read when the table was made (see FaultTable).
+func (t *FaultTable) now() int64 { return t.wall0 + int64(t.clock.Elapsed()-t.mono0) }
+
+// wallOffset is what turns a table time into Unix nanoseconds of the wall
+// clock as it reads now: 0 until the wall clock steps.
+func (t *FaultTable) wallOffset() int64 { return t.clock.Now().UnixNano() - t.now() }
+
+// wallTime is table time v on the wall clock, given wallOffset's off.
+func wallTime(v, off int64) time.Time { return time.Unix(0, v+off) }
+
+// wallOf is table time v on the wall clock as it reads now.
+func (t *FaultTable) wallOf(v int64) time.Time { return wallTime(v, t.wallOffset()) }
 
 // see records now as the latest table time seen, for readers on the pick
 // path that must not read the clock (load-aware scores). Concurrent calls
@@ -249,31 +278,35 @@ func span(now, until int64) time.Duration {
 // Update implements FaultTolerance. It allocates nothing for a broker the
 // table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
-	if ev, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
-		t.obs.OnIsolate(ev)
+	if r, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
+		t.obs.OnIsolate(t.event(broker, ReasonExplicit, latency, r))
 	}
 }
 
 // bump moves the isolation epoch on.
 func (t *FaultTable) bump() { t.epoch.Add(1) }
 
+// event is the IsolationEvent of the isolation r an update of broker
+// carrying latency started or extended for reason, its end on the wall
+// clock as it reads now (the clock is read only to report).
+func (t *FaultTable) event(broker string, reason Reason, latency time.Duration, r ruleResult) IsolationEvent {
+	return IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: r.given,
+		Until: t.wallOf(r.until), Reachable: r.reachable, Extended: r.extended}
+}
+
 // update is Update with the reason the strategy knows, and the backoff
 // policy (nil when off): a failure's isolation is lengthened by it, and an
-// answer that isolates nothing forgives one unit of it. It returns the
-// isolation it started or extended, if any, for the caller to report.
-func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (IsolationEvent, bool) {
+// answer that isolates nothing forgives one unit of it. It returns what the
+// mode's rule did, and whether it started or extended an isolation, for the
+// caller to report (event).
+func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (ruleResult, bool) {
 	s := t.slotFor(broker)
 	s.latency.Store(int64(latency))
 	r := t.rule(s, isolation, reachable, reason, bo)
-	reachable = r.reachable
-	s.setReachable(reachable)
+	s.setReachable(r.reachable)
 	s.present.Store(true)
 	t.ver.Add(1)
-	if !r.isolated {
-		return IsolationEvent{}, false
-	}
-	return IsolationEvent{Broker: broker, Reason: reason, Latency: latency, Duration: r.given,
-		Until: time.Unix(0, r.until), Reachable: reachable, Extended: r.extended}, true
+	return r, r.isolated
 }
 
 // updateRule is one mode's rule for what an update does to a broker's
@@ -419,7 +452,7 @@ func (s *slot) expire() {
 		s.table.bump()
 	}
 	if recovered && s.present.Load() && s.table.obs != nil {
-		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: time.Unix(0, now)})
+		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: s.table.wallOf(now)})
 	}
 }
 
@@ -530,43 +563,56 @@ func (t *FaultTable) presentSlots() []*slot {
 	return out
 }
 
-func (s *slot) item() FaultItem {
+// item is s's item, its times on the wall clock with wallOffset's off (a
+// table time of 0, never isolated or never checked, is the Unix epoch).
+func (s *slot) item(off int64) FaultItem {
+	wall := func(v int64) time.Time {
+		if v == 0 {
+			return time.Unix(0, 0)
+		}
+		return wallTime(v, off)
+	}
 	return FaultItem{
 		Broker:        s.name,
 		Latency:       time.Duration(s.latency.Load()),
-		IsolatedUntil: time.Unix(0, s.until.Load()),
+		IsolatedUntil: wall(s.until.Load()),
 		Available:     !s.isolated.Load(),
 		Reachable:     s.reachable.Load(),
-		CheckStamp:    time.Unix(0, s.checkStamp.Load()),
+		CheckStamp:    wall(s.checkStamp.Load()),
 	}
 }
 
-// Items implements FaultTolerance.
+// Items implements FaultTolerance. Its times are on the wall clock as it
+// reads at the call.
 func (t *FaultTable) Items() []FaultItem {
 	slots := t.presentSlots()
 	out := make([]FaultItem, len(slots))
+	off := t.wallOffset()
 	for i, s := range slots {
-		out[i] = s.item()
+		out[i] = s.item(off)
 	}
 	return out
 }
 
-// Item returns broker's item, if it has one.
+// Item returns broker's item, if it has one, its times on the wall clock as
+// it reads at the call.
 func (t *FaultTable) Item(broker string) (FaultItem, bool) {
 	s := t.lookup(broker)
 	if s == nil || !s.present.Load() {
 		return FaultItem{}, false
 	}
-	return s.item(), true
+	return s.item(t.wallOffset()), true
 }
 
 // WorstIndex returns the index PickLeastBad steps (the reference's
 // whichItemWorst).
 func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
 
-// Resync re-derives every isolated flag from the clock. Only a clock that
-// moved backwards (a ManualClock's Set) needs it: moving forward, expiry
-// timers keep the flags exact.
+// Resync re-derives every isolated flag from the table time and re-arms
+// the expiry timers. The table time is monotonic (Clock.Elapsed) and the
+// timers keep the flags exact, so on a Clock that keeps its promises it
+// changes nothing: a step of the wall clock (a ManualClock's Set backwards
+// included) moves no isolation and needs no Resync.
 func (t *FaultTable) Resync() {
 	now := t.now()
 	for _, s := range t.presentSlots() {

@@ -243,6 +243,9 @@ type Loop struct {
 	err  error
 	// budgetRefused: the retry budget refused the send's retry.
 	budgetRefused bool
+	// charges: the retry budget's slots the send's retries were charged
+	// to (its refund gives each back there; retrybudget.go).
+	charges retryCharges
 
 	brokers [4]string // the first picks
 	more    []string  // picks after the fourth
@@ -292,7 +295,9 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 	if b := l.p.budget; b != nil && l.phase == phaseNext {
 		if l.attempts == 0 {
 			b.deposit(now)
-		} else if !b.withdraw(now) {
+		} else if slot, ok := b.withdraw(now); ok {
+			l.charges.add(slot)
+		} else {
 			l.refused()
 			return latency.PickInfo{}, false
 		}
@@ -525,7 +530,7 @@ func (l *Loop) refused() {
 func (l *Loop) finishAnswered() {
 	l.stop, l.phase = StopAnswered, phaseDone
 	if b := l.p.budget; b != nil {
-		b.refund(l.seen, l.attempts-1) // retrybudget.go: retries that found an answer are given back
+		b.refund(l.seen, &l.charges) // retrybudget.go: retries that found an answer are given back
 	}
 }
 

@@ -95,25 +95,61 @@ func (b *retryBudget) deposit(now time.Time) {
 	b.mu.Unlock()
 }
 
-// refund gives back n retries, made at or before now, of a send that got
-// its answer: a retry that found room elsewhere is what retries are for, and
+// retryCharges records which slots one send's retries were charged to, so
+// that its refund gives each back to the slot that paid for it. Only the
+// window's slots are kept (counted in the slot's place, slot %
+// budgetSlots): a retry charged to an older slot left the window with it.
+// The zero value has no charges.
+type retryCharges struct {
+	last  int64 // the latest slot charged, when any was
+	any   bool
+	count [budgetSlots]int32
+}
+
+// add records a retry charged to slot (never earlier than the last one:
+// the budget's slot only moves forward).
+func (c *retryCharges) add(slot int64) {
+	if !c.any {
+		c.any, c.last = true, slot
+	}
+	if slot > c.last {
+		for s := c.last + 1; s <= slot && s <= c.last+budgetSlots; s++ {
+			c.count[s%budgetSlots] = 0
+		}
+		c.last = slot
+	}
+	c.count[slot%budgetSlots]++
+}
+
+// refund gives back the retries of a send that got its answer, charged as
+// c says: a retry that found room elsewhere is what retries are for, and
 // the budget bounds the ones that fail (gRPC's retry throttling counts
 // successes back the same way). So a cluster one broker short, where most
 // retries of a busy answer are stored on another broker, keeps retrying,
 // while a retry storm, whose retries fail, is held to the budget.
-func (b *retryBudget) refund(now time.Time, n int) {
-	if n <= 0 {
+//
+// Each retry is taken off the slot it was charged to while that slot is in
+// the window, and not at all once it has left (the retry left with it). So
+// a refund never gives back more than the window holds of the retries it
+// stands for, whenever the answer comes: no slot's count falls below the
+// retries charged to it and not given back, and the window's retries stay
+// within floor + percent x sends.
+func (b *retryBudget) refund(now time.Time, c *retryCharges) {
+	if !c.any {
 		return
 	}
 	b.mu.Lock()
-	b.withdrawn[b.advance(now)] -= int64(n)
+	b.advance(now)
+	for s := max(c.last-budgetSlots+1, b.slot-budgetSlots+1, 0); s <= c.last; s++ {
+		b.withdrawn[s%budgetSlots] -= int64(c.count[s%budgetSlots])
+	}
 	b.mu.Unlock()
 }
 
 // withdraw takes one retry from the budget at now, reporting false (and
 // taking nothing) when the window's retries already reach floor + percent x
-// sends.
-func (b *retryBudget) withdraw(now time.Time) bool {
+// sends. It returns the slot the retry was charged to, for its refund.
+func (b *retryBudget) withdraw(now time.Time) (slot int64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := b.advance(now)
@@ -123,8 +159,8 @@ func (b *retryBudget) withdraw(now time.Time) bool {
 		retries += b.withdrawn[j]
 	}
 	if float64(max(retries, 0)+1) > b.floor+b.percent*float64(sends) {
-		return false
+		return 0, false
 	}
 	b.withdrawn[i]++
-	return true
+	return b.slot, true
 }

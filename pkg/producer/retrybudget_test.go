@@ -2,6 +2,7 @@ package producer
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -192,5 +193,163 @@ func TestRetryBudgetRefund(t *testing.T) {
 	}
 	if retries != 26 || refused != 8 {
 		t.Errorf("failing sends after refunds: %d retries, %d refused; want 26 and 8 (a fifth of the 130 sends)", retries, refused)
+	}
+}
+
+// retryLater starts n sync sends at now whose first attempt fails and whose
+// retry is withdrawn at now, and returns their loops, each with its retry
+// started; answerAll answers those retries.
+func retryLater(t *testing.T, p *Policy, now time.Time, n int) []Loop {
+	t.Helper()
+	loops := make([]Loop, n)
+	for i := range loops {
+		l := &loops[i]
+		*l = NewLoop(p, KindSync, "T", now)
+		l.Next(now)
+		l.Start(queue("A"), now)
+		l.Finish(failed(errNotSent, 0))
+		if _, ok := l.Next(now); !ok {
+			t.Fatalf("send %d of %d: its retry was refused", i, n)
+		}
+		l.Start(queue("B"), now)
+	}
+	return loops
+}
+
+// answerAll answers the retry of every loop lat after it started.
+func answerAll(t *testing.T, loops []Loop, lat time.Duration) {
+	t.Helper()
+	for i := range loops {
+		o := answered(SendOK, 0)
+		o.Elapsed = lat
+		loops[i].Finish(o)
+		if _, err := loops[i].Result(); err != nil {
+			t.Fatalf("send %d: %v after its retry was answered", i, err)
+		}
+	}
+}
+
+// TestRetryBudgetRefundInLaterSlot is the storm of issue 21 (item 2): a
+// refund that lands in a later slot than the retries it gives back must not
+// outlive them.
+//
+//  1. In slot k (1000 s), 2,000 answered sends deposit room for 410 retries
+//     (a fifth of them plus the floor of 10 a window).
+//  2. 400 sends at 1000.9 s fail once and retry; each retry is withdrawn in
+//     slot k and answered 200 ms later, in slot k+1, where it is given back.
+//  3. At 1010.5 s slot k has left the window, slot k+1 has not. 4,000 sends
+//     whose every attempt fails get at most 10 + 0.2 x 4,000 = 810 retries:
+//     the window holds only their own deposits and none of their retries
+//     was answered.
+//
+// Before the fix the refunds sat in slot k+1 as -400 once the withdrawals
+// they gave back had left the window, and the storm got 1,210 retries.
+func TestRetryBudgetRefundInLaterSlot(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RetryBudget, cfg.RetryBudgetFloor = 0.2, 1 // floor: 10 retries a window
+	p := mustPolicy(t, cfg, latency.ModeV5)
+	slotK := time.Unix(1000, 0)
+	for range 2000 {
+		sendOK(p, slotK)
+	}
+	answerAll(t, retryLater(t, p, slotK.Add(900*time.Millisecond), 400), 200*time.Millisecond)
+	storm := slotK.Add(10500 * time.Millisecond)
+	retries := 0
+	for range 4000 {
+		a, _, _ := sendFailing(p, storm)
+		retries += a - 1
+	}
+	if bound := 10 + 4000/5; retries > bound {
+		t.Errorf("storm of 4000 failing sends got %d retries, want at most %d (10 + 0.2 x 4000)", retries, bound)
+	} else if retries != bound {
+		t.Errorf("storm of 4000 failing sends got %d retries, want the budget's %d", retries, bound)
+	}
+}
+
+// TestRetryBudgetNeverOverspends drives the budget with sends whose retries
+// span slots and whose refunds come up to 3 s later, in random order, and
+// checks at every retry it allows that the window's retries not given back
+// stay within floor + percent x the window's sends (the bound a refund must
+// not lift), against a model that keeps, per slot, the sends and the
+// retries not given back.
+func TestRetryBudgetNeverOverspends(t *testing.T) {
+	const percent, floorPerSec = 0.2, 1
+	const tick = 1500 * time.Microsecond // between steps: 30 s in all
+	type send struct {
+		want    int // retries it will make
+		charges retryCharges
+		slots   []int64 // each retry's slot
+	}
+	for seed := range uint64(8) {
+		rnd := rand.New(rand.NewPCG(seed, 21))
+		b := newRetryBudget(Config{RetryBudget: percent, RetryBudgetFloor: floorPerSec})
+		sends, kept := map[int64]int64{}, map[int64]int64{} // per slot
+		var retrying []*send
+		due := map[int][]*send{}                  // per step, the sends answered then
+		refused, late := 0, 0                     // refused retries; refunds in a later slot than a retry
+		start := time.Unix(int64(seed%2)*5000, 0) // odd seeds start in slot 0
+		for step := range 20000 {
+			now := start.Add(time.Duration(step) * tick)
+			cur := now.UnixNano() / int64(budgetSlot)
+			// Answer the sends whose time has come, in random order.
+			answered := due[step]
+			delete(due, step)
+			rnd.Shuffle(len(answered), func(i, j int) { answered[i], answered[j] = answered[j], answered[i] })
+			for _, s := range answered {
+				if rnd.IntN(3) > 0 { // answered: its retries are given back
+					if s.slots[0] != cur {
+						late++
+					}
+					b.refund(now, &s.charges)
+					for _, sl := range s.slots {
+						kept[sl]--
+					}
+				}
+			}
+			// A new send, or a retry of one that is retrying.
+			if len(retrying) == 0 || rnd.IntN(2) == 0 {
+				b.deposit(now)
+				sends[cur]++
+				if want := rnd.IntN(4); want > 0 {
+					retrying = append(retrying, &send{want: want})
+				}
+				continue
+			}
+			i := rnd.IntN(len(retrying))
+			s := retrying[i]
+			slot, ok := b.withdraw(now)
+			if ok {
+				if slot != cur {
+					t.Fatalf("seed %d: withdraw charged slot %d at slot %d", seed, slot, cur)
+				}
+				kept[slot]++
+				s.slots = append(s.slots, slot)
+				s.charges.add(slot)
+			}
+			if !ok || len(s.slots) == s.want {
+				// Refused (the send ends unanswered), or answered within 3 s.
+				retrying[i] = retrying[len(retrying)-1]
+				retrying = retrying[:len(retrying)-1]
+				if ok {
+					at := step + 1 + rnd.IntN(int(3*time.Second/tick))
+					due[at] = append(due[at], s)
+				}
+			}
+			if !ok {
+				refused++
+				continue
+			}
+			var n, k int64
+			for sl := cur - budgetSlots + 1; sl <= cur; sl++ {
+				n += sends[sl]
+				k += kept[sl]
+			}
+			if bound := floorPerSec*budgetWindow.Seconds() + percent*float64(n); float64(k) > bound {
+				t.Fatalf("seed %d, step %d: %d retries in the window not given back, bound %.1f (%d sends)", seed, step, k, bound, n)
+			}
+		}
+		if refused == 0 || late == 0 {
+			t.Fatalf("seed %d: %d retries refused, %d refunds in a later slot: the run does not test the bound", seed, refused, late)
+		}
 	}
 }
