@@ -376,7 +376,16 @@ func (m *machine) opClock(a []string) error {
 	if err != nil {
 		return err
 	}
-	m.clock.Set(t) // to an earlier time: a step of the wall clock, no time passes
+	// The reference has one clock, the wall clock, and a step back moves
+	// every comparison it makes: the trace's clock moves back as a whole, and
+	// the table re-derives which isolations are in force.
+	moveBack := t.Before(m.clock.Now())
+	m.clock.Rewind(t)
+	if moveBack {
+		if t := m.strat.Table(); t != nil {
+			t.Resync()
+		}
+	}
 	return nil
 }
 

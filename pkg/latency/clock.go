@@ -113,7 +113,8 @@ func (c *ManualClock) Now() time.Time {
 }
 
 // Elapsed returns the time passed since NewManualClock: the sum of the
-// moves forward (Advance, Set to a later time), steps back not counted.
+// moves forward (Advance, Set to a later time), steps back by Set not
+// counted, those by Rewind subtracted (so it may read below zero).
 func (c *ManualClock) Elapsed() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,6 +155,25 @@ func (c *ManualClock) Set(t time.Time) {
 	target := addDuration(c.elapsed, t.Sub(c.now))
 	c.mu.Unlock()
 	c.moveTo(target)
+}
+
+// Rewind moves the clock back to t, Now and Elapsed together, as a process
+// whose only clock is the wall clock sees a step back (the reference reads
+// System.currentTimeMillis for everything, and the trace language replays
+// it): timers and tickers keep their deadlines, so each fires when the clock
+// reaches it again. A t not before Now is Set(t). A fault table over the
+// clock does not see the step until its Resync. Rewind is for replaying the
+// reference; a strategy's own clock never goes back (Clock's promise).
+func (c *ManualClock) Rewind(t time.Time) {
+	c.mu.Lock()
+	if !t.Before(c.now) {
+		c.mu.Unlock()
+		c.Set(t)
+		return
+	}
+	c.elapsed -= c.now.Sub(t)
+	c.now = t
+	c.mu.Unlock()
 }
 
 // passTo lets time pass until Elapsed reads to (later than it reads).

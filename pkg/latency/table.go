@@ -612,7 +612,10 @@ func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
 // the expiry timers. The table time is monotonic (Clock.Elapsed) and the
 // timers keep the flags exact, so on a Clock that keeps its promises it
 // changes nothing: a step of the wall clock (a ManualClock's Set backwards
-// included) moves no isolation and needs no Resync.
+// included) moves no isolation and needs no Resync. Only a clock moved back
+// as a whole (ManualClock.Rewind, the trace language replaying the
+// reference's wall clock) needs it: an isolation that had ended is in force
+// again while the table time is before its end.
 func (t *FaultTable) Resync() {
 	now := t.now()
 	for _, s := range t.presentSlots() {

@@ -633,3 +633,47 @@ func TestFaultTableNegativeIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultTableRewind: a clock moved back as a whole (ManualClock.Rewind,
+// as the trace language replays the reference's wall clock) puts an ended
+// isolation back in force once the table is Resynced, until the clock
+// reaches its end again, as the reference's comparison with
+// System.currentTimeMillis does; a running one ends when the clock reaches
+// its end, not when its timer would have fired before the step.
+func TestFaultTableRewind(t *testing.T) {
+	clock := latency.NewManualClock(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft.Update("b", 0, 5*time.Second, true)
+	clock.Advance(6 * time.Second)
+	if !ft.IsAvailable("b") {
+		t.Fatal("IsAvailable(b) = false after its isolation ended")
+	}
+	clock.Rewind(t0.Add(time.Second)) // 5s back, Now and Elapsed together
+	if got := clock.Now(); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("Now after Rewind = %v, want %v", got, t0.Add(time.Second))
+	}
+	ft.Resync()
+	if ft.IsAvailable("b") {
+		t.Fatal("IsAvailable(b) = true after the clock went back before its end, want false (the reference's rule)")
+	}
+	clock.Advance(3999 * time.Millisecond)
+	if ft.IsAvailable("b") {
+		t.Error("IsAvailable(b) = true 1ms before its end")
+	}
+	clock.Advance(time.Millisecond)
+	if !ft.IsAvailable("b") {
+		t.Error("IsAvailable(b) = false at its end")
+	}
+
+	ft.Update("c", 0, 10*time.Second, true) // ends at t0+15s
+	clock.Rewind(t0)                        // 5s back: its end is now 15s away
+	ft.Resync()
+	clock.Advance(14 * time.Second)
+	if ft.IsAvailable("c") {
+		t.Error("IsAvailable(c) = true 1s before its end after a rewind")
+	}
+	clock.Advance(time.Second)
+	if !ft.IsAvailable("c") {
+		t.Error("IsAvailable(c) = false at its end after a rewind")
+	}
+}
