@@ -7,12 +7,14 @@ import (
 )
 
 // checks holds, per operation, the check of its arguments that Run makes on
-// every line before the trace runs: the same parsers the operation uses, on
-// nothing but the words, so a malformed trace is reported whole instead of
-// one line per run. An operation whose arguments are free words (broker
-// names, echo's text) has none; what depends on the trace's state (a route
-// set first, the clock's range after an advance, the duration table's two
-// columns together) is checked when the line runs.
+// the lines after the one that stopped a trace: the same parsers the
+// operation uses when it runs (each operation parses all its arguments
+// before it changes or prints anything), on nothing but the words, so a
+// malformed trace is reported whole instead of one line per run. An
+// operation whose arguments are free words (broker names, echo's text) has
+// none; what depends on the trace's state (a route set first, the clock's
+// range after an advance, the duration table's two columns together) cannot
+// be checked there.
 var checks = map[string]func(a []string) error{
 	"clock": func(a []string) error {
 		d, err := parseMillis(a[0])
