@@ -56,14 +56,14 @@ var checks = map[string]func(a []string) error{
 		return nil
 	},
 	"update": func(a []string) error {
-		if _, err := parseMillis(a[1]); err != nil {
+		if _, err := parseSignedMillis(a[1]); err != nil {
 			return err
 		}
 		return boolArgs(a[2:])
 	},
 	"lftupdate": func(a []string) error {
 		for _, w := range a[1:3] {
-			if _, err := parseMillis(w); err != nil {
+			if _, err := parseSignedMillis(w); err != nil {
 				return err
 			}
 		}

@@ -432,6 +432,19 @@ func parseMillis(s string) (time.Duration, error) {
 	return time.Duration(v) * time.Millisecond, nil
 }
 
+// parseSignedMillis is parseMillis for a value the reference takes whatever
+// its sign: update's latency, lftupdate's latency and duration.
+func parseSignedMillis(s string) (time.Duration, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a decimal number", s)
+	}
+	if v > math.MaxInt64/int64(time.Millisecond) || v < math.MinInt64/int64(time.Millisecond) {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return time.Duration(v) * time.Millisecond, nil
+}
+
 func parseInt32(s string) (int32, error) {
 	v, err := strconv.ParseInt(s, 10, 32)
 	if err != nil {
@@ -770,9 +783,41 @@ func (m *machine) opSelect(a []string) error {
 		reset = true
 		label += " reset"
 	}
+	if m.info.Len() == 0 {
+		m.pickEmpty(reset)
+		m.printf("select %s -> null", label)
+		return nil
+	}
 	pick, ok := m.strat.Select(m.info, latency.PickInfo{LastBroker: brokerArg(a[0]), ResetIndex: reset})
 	m.printf("select %s -> %s", label, queueRefOrNull(pick.Queue, ok))
 	return nil
+}
+
+// pickEmpty moves the route's index as the reference does when it picks
+// from a route without queues, up to the division by zero that ends its
+// pick (printed as null); Strategy.Select answers no pick and moves nothing.
+// 5.3.3, fault tolerance on: the reset if asked for, then the filtered
+// passes return at once and the last, unfiltered pick takes one next(). Off
+// (and 4.9.8 off): one next(). 4.9.8 on: the scan takes one next(), then the
+// least-bad broker: one whose queue data is writable costs the least-bad
+// pick's own next(), and one without (or none) is removed from the fault
+// table; then the last pick takes one next().
+func (m *machine) pickEmpty(reset bool) {
+	idx := m.info.Index()
+	on := m.strat.FaultToleranceEnabled()
+	switch {
+	case m.mode == latency.ModeV5 && on && reset:
+		m.info.ResetIndex()
+	case m.mode == latency.ModeV4 && on:
+		idx.Next()
+		ft := m.strat.FaultTolerance()
+		if b, ok := ft.PickLeastBad(); ok && m.info.WriteQueueNums(b) > 0 {
+			idx.Next()
+		} else if ok {
+			ft.Remove(b)
+		}
+	}
+	idx.Next()
 }
 
 func queueRefOrNull(q *route.MessageQueue, ok bool) string {
@@ -786,13 +831,18 @@ func (m *machine) opTPSelect(a []string) error {
 	if err := m.needRoute(); err != nil {
 		return err
 	}
+	if m.info.Len() == 0 { // the reference takes one next(), then divides by zero
+		m.info.Index().Next()
+		m.printf("tpselect %s -> null", a[0])
+		return nil
+	}
 	q, ok := latency.SelectAvoiding(m.info, brokerArg(a[0]))
 	m.printf("tpselect %s -> %s", a[0], queueRefOrNull(q, ok))
 	return nil
 }
 
 func (m *machine) opUpdate(a []string) error {
-	lat, err := parseMillis(a[1])
+	lat, err := parseSignedMillis(a[1])
 	if err != nil {
 		return err
 	}
@@ -809,16 +859,32 @@ func (m *machine) opUpdate(a []string) error {
 	if err := m.consultTable(); err != nil {
 		return err
 	}
+	if lat < 0 && m.strat.FaultToleranceEnabled() {
+		m.updateNegative(a[0], lat, iso, reach)
+		return nil
+	}
 	m.strat.Update(a[0], lat, iso, reach)
 	return nil
 }
 
+// updateNegative is the reference's update with a negative latency, which
+// Strategy.Update counts as 0: the latency is stored as it is, and looked
+// up in the duration table as it is (below every threshold, so it isolates
+// nothing unless isolation charges the mode's isolation latency).
+func (m *machine) updateNegative(broker string, lat time.Duration, isolation, reachable bool) {
+	lookup := lat
+	if isolation {
+		lookup = m.strat.IsolationLatency()
+	}
+	m.strat.FaultTolerance().Update(broker, lat, m.strat.Durations().Isolation(lookup), reachable)
+}
+
 func (m *machine) opLFTUpdate(a []string) error {
-	lat, err := parseMillis(a[1])
+	lat, err := parseSignedMillis(a[1])
 	if err != nil {
 		return err
 	}
-	dur, err := parseMillis(a[2])
+	dur, err := parseSignedMillis(a[2])
 	if err != nil {
 		return err
 	}
