@@ -42,7 +42,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "bogus"}, exitUsage, "", `unknown command "bogus"`, true},
 		{[]string{"help", "sim", "trace"}, exitUsage, "", "at most one command", true},
 		{[]string{"bogus"}, exitUsage, "", `mqfault: unknown command "bogus"`, true},
-		{[]string{"sim", "--bogus"}, exitUsage, "", "mqfault sim: flag provided but not defined: -bogus\nusage: mqfault sim [FLAGS]\nRun 'mqfault help sim' for every flag.\n", true},
+		{[]string{"sim", "--bogus"}, exitUsage, "", "mqfault sim: unknown flag --bogus\nusage: mqfault sim [FLAGS]\nRun 'mqfault help sim' for every flag.\n", true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -178,8 +178,10 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-v", "--", "-x"}, []string{"-x"}, "", true, ""},
 		{[]string{"--plugin", "--", "a", "-v"}, []string{"a"}, "--", true, ""},
 		{[]string{"a", "-", "b"}, []string{"a", "-", "b"}, "", false, ""},
-		{[]string{"a", "--bogus"}, nil, "", false, "flag provided but not defined: -bogus"},
-		{[]string{"a", "--plugin"}, nil, "", false, "flag needs an argument: -plugin"},
+		{[]string{"a", "--bogus"}, nil, "", false, "unknown flag --bogus"},
+		{[]string{"a", "--plugi", "p"}, nil, "", false, "unknown flag --plugi (did you mean --plugin?)"},
+		{[]string{"a", "--plugin"}, nil, "", false, "--plugin needs a value"},
+		{[]string{"-v=maybe"}, nil, "", false, "-v maybe: want true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -286,14 +288,119 @@ func TestVersionOfBinary(t *testing.T) {
 	}
 }
 
-// TestTraceEveryMalformedLine checks that trace's problems are printed as
-// the trace package reports them: one "line N: ..." per malformed line.
+// TestTraceEveryMalformedLine checks that trace's problems are printed one
+// per line, each naming the file and the line ("<stdin>:3: ..." for standard
+// input), with what the lines before the first problem print on stdout.
 func TestTraceEveryMalformedLine(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"trace", "-"}, strings.NewReader("bogus\nroute a:2\nselect - extra extra\nnope\n"), &stdout, &stderr)
+	code := run([]string{"trace", "-"}, strings.NewReader("echo hello\nbogus\nroute a:2\nselect - extra extra\nnope\n"), &stdout, &stderr)
 	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-	if code != exitUsage || stdout.Len() > 0 || len(lines) != 3 ||
-		!strings.HasPrefix(lines[0], "line 1: ") || !strings.HasPrefix(lines[1], "line 3: ") || !strings.HasPrefix(lines[2], "line 4: ") {
-		t.Errorf("mqfault trace - with three bad lines = exit %d, stdout %q, stderr %q; want %d, nothing, lines 1, 3 and 4", code, stdout.String(), stderr.String(), exitUsage)
+	if code != exitUsage || stdout.String() != "hello\n" || len(lines) != 3 ||
+		!strings.HasPrefix(lines[0], "<stdin>:2: ") || !strings.HasPrefix(lines[1], "<stdin>:4: ") || !strings.HasPrefix(lines[2], "<stdin>:5: ") {
+		t.Errorf("mqfault trace - with three bad lines = exit %d, stdout %q, stderr %q; want %d, hello, lines 2, 4 and 5", code, stdout.String(), stderr.String(), exitUsage)
+	}
+}
+
+// stutter returns a part of a message (the parts are what ": " separates)
+// that a later part repeats, or starts with when it is one word ("producer:
+// no route: producer: no route" repeats "producer"), or "".
+func stutter(msg string) string {
+	parts := strings.Split(msg, ": ")
+	for i, p := range parts {
+		for _, q := range parts[i+1:] {
+			if p != "" && (q == p || (!strings.Contains(p, " ") && strings.HasPrefix(q, p+" "))) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// TestFlagErrors checks what a bad flag says: the flag spelled as help spells
+// it, and what a good value looks like; never the flag package's own words.
+func TestFlagErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // the first line of stderr
+	}{
+		{[]string{"probe", "--timeout", "500", "x"}, "mqfault probe: --timeout 500: a duration needs a unit, e.g. 500ms"},
+		{[]string{"probe", "--timeout=1.5", "x"}, "mqfault probe: --timeout 1.5: a duration needs a unit, e.g. 1.5ms"},
+		{[]string{"probe", "--every", "2x", "x"}, "mqfault probe: --every 2x: not a duration: write a number and a unit, e.g. 500ms, 2s or 1m30s"},
+		{[]string{"probe", "-timeout", "", "x"}, `mqfault probe: --timeout "": not a duration: write a number and a unit, e.g. 500ms, 2s or 1m30s`},
+		{[]string{"sim", "--seed", "abc"}, "mqfault sim: --seed abc: want a whole number from 0 up, e.g. 42"},
+		{[]string{"sim", "--seed", "-1"}, "mqfault sim: --seed -1: want a whole number from 0 up, e.g. 42"},
+		{[]string{"sim", "--json=maybe"}, "mqfault sim: --json maybe: want true or false"},
+		{[]string{"probe", "-v=2", "x"}, "mqfault probe: -v 2: want true or false"},
+		{[]string{"sim", "--bogus"}, "mqfault sim: unknown flag --bogus"},
+		{[]string{"sim", "-bogus"}, "mqfault sim: unknown flag --bogus"},
+		{[]string{"sim", "--strategy", "v5"}, "mqfault sim: unknown flag --strategy (did you mean --strategies?)"},
+		{[]string{"sim", "--seed"}, "mqfault sim: --seed needs a value (--seed N)"},
+		{[]string{"trace", "--mode"}, "mqfault trace: --mode needs a value (--mode v5|v4)"},
+		{[]string{"probe", "x", "--plugin"}, "mqfault probe: --plugin needs a value (--plugin PATH)"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if code != exitUsage || first != tt.want {
+				t.Errorf("mqfault %q = exit %d, stderr %q; want %d and first %q", tt.args, code, stderr.String(), exitUsage, tt.want)
+			}
+			for _, bad := range []string{"invalid value", "parse error", "provided but not defined", " -" + strings.TrimLeft(tt.args[1], "-") + ":"} {
+				if len(tt.args[1]) > 2 && strings.Contains(stderr.String(), bad) {
+					t.Errorf("stderr %q says %q", stderr.String(), bad)
+				}
+			}
+			if m := stutter(first); m != "" {
+				t.Errorf("stderr %q stutters: %q", first, m)
+			}
+		})
+	}
+}
+
+// TestTraceErrors checks trace's errors: each names the file (and the line),
+// a v4-only operation under v5 (or the other way round) says which --mode
+// runs it, and none stutters.
+func TestTraceErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		path := dir + "/" + name
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	v4only := file("v4only.trace", "route a:2\nenable true\npick\nworst x\n")
+	v5only := file("v5only.trace", "route a:2\ndetector true\n")
+	state := file("state.trace", "echo one\nselect -\n")
+	for _, tt := range []struct {
+		args   []string
+		stdout string
+		stderr []string // its lines
+	}{
+		{[]string{"trace", v4only}, "route -> [a:0 a:1]\n", []string{
+			v4only + ":3: pick: a v4 operation, not available in mode v5 (run the trace with --mode v4)",
+			v4only + ":4: worst: a v4 operation, not available in mode v5 (run the trace with --mode v4)",
+		}},
+		{[]string{"trace", "--mode", "v4", v5only}, "route -> [a:0 a:1]\n", []string{
+			v5only + ":2: detector: a v5 operation, not available in mode v4 (run the trace with --mode v5)",
+		}},
+		{[]string{"trace", state}, "one\n", []string{state + ":2: select: no route yet (use route or orderroute first)"}},
+		{[]string{"trace", dir + "/missing.trace"}, "", []string{"mqfault trace: open " + dir + "/missing.trace: no such file or directory"}},
+		{[]string{"trace", dir}, "", []string{"mqfault trace: read " + dir + ": is a directory"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code != exitUsage || stdout.String() != tt.stdout || !slices.Equal(got, tt.stderr) {
+				t.Errorf("mqfault %q = exit %d, stdout %q, stderr\n%s\nwant %d, stdout %q, stderr\n%s",
+					tt.args, code, stdout.String(), stderr.String(), exitUsage, tt.stdout, strings.Join(tt.stderr, "\n"))
+			}
+			for _, line := range got {
+				if m := stutter(strings.TrimPrefix(line, dir)); m != "" {
+					t.Errorf("stderr line %q stutters: %q", line, m)
+				}
+			}
+		})
 	}
 }

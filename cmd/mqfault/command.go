@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // A command is one of mqfault's subcommands. Its flags are defined in one
@@ -91,10 +93,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	width := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		arg, text := flag.UnquoteUsage(f)
-		left := "--" + f.Name
-		if len(f.Name) == 1 {
-			left = "-" + f.Name
-		}
+		left := flagName(f.Name)
 		if arg != "" {
 			left += " " + arg
 		}
@@ -137,14 +136,33 @@ found an endpoint not reachable; 130 interrupted (SIGINT, SIGTERM).
 `)
 }
 
+// flagName spells a flag as the usage does: --name, or -v for a one-letter
+// name.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
 // parseFlags parses args with fs, letting flags come after positional
 // arguments (as go, kubectl and gh do); "--" ends the flags. It returns the
-// positional arguments.
+// positional arguments. A bad flag's error spells it as the usage does and
+// says what it takes (see flagError).
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var failed *flagError
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(*checkedValue); !ok {
+			f.Value = &checkedValue{Value: f.Value, name: f.Name, failed: &failed}
+		}
+	})
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if failed != nil {
+				return nil, failed
+			}
+			return nil, restateFlagError(fs, err)
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && !takesValue(fs, args, n-1) {
@@ -243,4 +261,138 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// checkedValue is a flag's value that, when a value does not parse, records
+// an error saying what a good one looks like: the flag package's own says
+// only "parse error", after the flag spelled with one dash.
+type checkedValue struct {
+	flag.Value
+	name   string
+	failed **flagError
+}
+
+func (v *checkedValue) Set(s string) error {
+	err := v.Value.Set(s)
+	if err != nil && *v.failed == nil {
+		*v.failed = &flagError{msg: flagName(v.name) + " " + quoteIfBlank(s) + ": " + wantFor(v.Value, s, err), err: err}
+	}
+	return err
+}
+
+// IsBoolFlag passes the wrapped value's on, so `-v` still takes no value.
+func (v *checkedValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// wantFor says what a good value for v looks like, s having failed with err.
+func wantFor(v flag.Value, s string, err error) string {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return err.Error()
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return "a duration needs a unit, e.g. " + s + "ms"
+		}
+		return "not a duration: write a number and a unit, e.g. 500ms, 2s or 1m30s"
+	case bool:
+		return "want true or false"
+	case int, int64:
+		return "want a whole number, e.g. 42"
+	case uint, uint64:
+		return "want a whole number from 0 up, e.g. 42"
+	case float64:
+		return "want a number, e.g. 0.5"
+	case string: // a flag.Func's error, or a custom value's, says it all
+		return err.Error()
+	}
+	return err.Error()
+}
+
+func quoteIfBlank(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// flagError is a bad command line's flag, said in the usage's words.
+type flagError struct {
+	msg string
+	err error // what the flag package or the value said
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
+
+// restateFlagError says the flag package's errors for an unknown flag and a
+// flag without its value in the usage's words; others are returned as they
+// are.
+func restateFlagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		out := "unknown flag " + flagName(name)
+		if near := nearestFlag(fs, name); near != "" {
+			out += " (did you mean " + flagName(near) + "?)"
+		}
+		return &flagError{msg: out, err: err}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		out := flagName(name) + " needs a value"
+		if f := fs.Lookup(name); f != nil {
+			if arg, _ := flag.UnquoteUsage(f); arg != "" {
+				out += " (" + flagName(name) + " " + arg + ")"
+			}
+		}
+		return &flagError{msg: out, err: err}
+	}
+	return err
+}
+
+// nearestFlag returns the flag of fs that name is a typo of (within two
+// edits, or sharing all but its last two letters, at least four), or "".
+func nearestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if p := commonPrefix(name, f.Name); p >= 4 && p >= len(name)-2 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -64,7 +64,7 @@ func TestProbe(t *testing.T) {
 			[]string{up + " reachable", down + " unreachable ("}, "mqfault probe: 1 of 2 endpoints not reachable"},
 		{"fail unreachable, all up", []string{"--fail-unreachable", "--plugin", bin, up}, 0, []string{up + " reachable"}, ""},
 		{"fail unreachable with every", []string{"--fail-unreachable", "--every", "1s", "--plugin", bin, up}, exitUsage, nil, "--fail-unreachable is for one round"},
-		{"unknown flag after the endpoint", []string{up, "--bogus"}, exitUsage, nil, "mqfault probe: flag provided but not defined: -bogus\nusage: mqfault probe [FLAGS] ENDPOINT..."},
+		{"unknown flag after the endpoint", []string{up, "--bogus"}, exitUsage, nil, "mqfault probe: unknown flag --bogus\nusage: mqfault probe [FLAGS] ENDPOINT..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -221,9 +221,8 @@ func TestInterruptSim(t *testing.T) {
 	}
 }
 
-// TestInterruptTrace checks Ctrl-C on `mqfault trace -` waiting for the
-// rest of its input (it reads the whole trace before it runs it): the read
-// does not hold the command up.
+// TestInterruptTrace checks Ctrl-C on `mqfault trace -` waiting for its
+// next line of input: the read does not hold the command up.
 func TestInterruptTrace(t *testing.T) {
 	c := startMqfault(t, t.TempDir(), "trace", "-")
 	if _, err := io.WriteString(c.stdin, "route brokerA:2,brokerB:2\n"); err != nil {

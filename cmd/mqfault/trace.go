@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/mqfault/mqfault/internal/trace"
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -16,9 +18,10 @@ func traceCommand() *command {
 		name:    "trace",
 		args:    "FILE|-",
 		summary: "replay a routing trace and print its decisions",
-		details: `Reads a trace (docs/TRACE.md) from FILE, or standard input for -, and prints
-each of its decisions as the reference would. A line that cannot run ends the
-replay with its line number (exit 2).`,
+		details: `Reads a trace (docs/TRACE.md) from FILE, or standard input for -, line by
+line, and prints each of its decisions as the reference would, as it goes. The
+first line that is malformed or cannot run ends the replay (exit 2); the rest
+is still checked, and every problem is printed as FILE:LINE: on standard error.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			mode := fs.String("mode", "v5", "whose decisions to reproduce: `v5|v4` (RocketMQ 5.3.3 or 4.9.8)")
 			return func(ctx context.Context, io streams, args []string) error {
@@ -37,14 +40,14 @@ func runTrace(ctx context.Context, io streams, mode string, args []string) error
 	if m != latency.ModeV5 && m != latency.ModeV4 {
 		return usageErrorf("--mode %q: want v5 or v4", mode)
 	}
-	in := io.stdin
-	if name := args[0]; name != "-" {
-		f, err := os.Open(name)
+	in, name := io.stdin, "<stdin>"
+	if args[0] != "-" {
+		f, err := os.Open(args[0])
 		if err != nil {
 			return badInput(err)
 		}
 		defer f.Close()
-		in = f
+		in, name = f, args[0]
 	}
 	// A read from a terminal or a pipe does not return on a signal: replay
 	// in a goroutine, so an interrupt ends the command at once (the process
@@ -57,12 +60,49 @@ func runTrace(ctx context.Context, io streams, mode string, args []string) error
 	case <-ctx.Done():
 		return errInterrupted
 	}
-	if err == nil {
-		return nil
-	}
 	var le *trace.LineError
-	if errors.As(err, &le) { // one "line N: ..." per malformed line, as they are
-		return &exitError{code: exitUsage, err: err, raw: true}
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &le): // one "FILE:N: ..." per problem
+		return &exitError{code: exitUsage, err: traceProblems(name, err), raw: true}
+	case errors.As(err, &pe): // it names the file
+		return badInput(err)
 	}
-	return badInput(fmt.Errorf("reading the trace: %w", err))
+	// A write error too: run reports that one instead.
+	return badInput(fmt.Errorf("reading %s: %w", name, err))
 }
+
+// traceProblems restates what trace.Run reported as one "FILE:N: problem"
+// line per problem, saying which --mode runs an operation the trace's mode
+// lacks. It wraps err.
+func traceProblems(file string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		var le *trace.LineError
+		if !errors.As(e, &le) {
+			lines[i] = e.Error()
+			continue
+		}
+		lines[i] = fmt.Sprintf("%s:%d: %v", file, le.Line, le.Err)
+		var me *trace.ModeError
+		if errors.As(le.Err, &me) {
+			lines[i] += " (run the trace with --mode " + string(me.Want) + ")"
+		}
+	}
+	return &restated{msg: strings.Join(lines, "\n"), err: err}
+}
+
+// restated is err in other words.
+type restated struct {
+	msg string
+	err error
+}
+
+func (r *restated) Error() string { return r.msg }
+func (r *restated) Unwrap() error { return r.err }

@@ -7,12 +7,14 @@ import (
 )
 
 // checks holds, per operation, the check of its arguments that Run makes on
-// every line before the trace runs: the same parsers the operation uses, on
-// nothing but the words, so a malformed trace is reported whole instead of
-// one line per run. An operation whose arguments are free words (broker
-// names, echo's text) has none; what depends on the trace's state (a route
-// set first, the clock's range after an advance, the duration table's two
-// columns together) is checked when the line runs.
+// the lines after the one that stopped a trace: the same parsers the
+// operation uses when it runs (each operation parses all its arguments
+// before it changes or prints anything), on nothing but the words, so a
+// malformed trace is reported whole instead of one line per run. An
+// operation whose arguments are free words (broker names, echo's text) has
+// none; what depends on the trace's state (a route set first, the clock's
+// range after an advance, the duration table's two columns together) cannot
+// be checked there.
 var checks = map[string]func(a []string) error{
 	"clock": func(a []string) error {
 		d, err := parseMillis(a[0])
@@ -54,14 +56,14 @@ var checks = map[string]func(a []string) error{
 		return nil
 	},
 	"update": func(a []string) error {
-		if _, err := parseMillis(a[1]); err != nil {
+		if _, err := parseSignedMillis(a[1]); err != nil {
 			return err
 		}
 		return boolArgs(a[2:])
 	},
 	"lftupdate": func(a []string) error {
 		for _, w := range a[1:3] {
-			if _, err := parseMillis(w); err != nil {
+			if _, err := parseSignedMillis(w); err != nil {
 				return err
 			}
 		}

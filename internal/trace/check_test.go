@@ -9,9 +9,10 @@ import (
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
-// TestRunReportsEveryMalformedLine checks that Run checks the whole trace
-// before running it: every malformed line is reported, in order, each with
-// its number, and nothing is printed.
+// TestRunReportsEveryMalformedLine checks that Run runs a trace up to its
+// first malformed line, printing what the lines before it print (as the
+// reference does), and reads the rest only to check it: every malformed line
+// is reported, in order, each with its number.
 func TestRunReportsEveryMalformedLine(t *testing.T) {
 	src := `# a trace with five malformed lines
 route a:2,b:2
@@ -28,7 +29,7 @@ latencyMax 0 -5
 		`line 4: clock: "x" is not a decimal number`,
 		`line 5: unknown operation "selekt"`,
 		`line 6: update: "maybe" is not true or false`,
-		`line 7: pick: not available in mode v5`,
+		`line 7: pick: a v4 operation, not available in mode v5`,
 		`line 8: send: outcome "broker:5": want broker:LAT:CODE`,
 		`line 10: latencyMax: "-5" must not be negative`,
 	}
@@ -37,8 +38,8 @@ latencyMax 0 -5
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Fatalf("Run() error =\n%v\nwant\n%s", err, strings.Join(want, "\n"))
 	}
-	if out.Len() != 0 {
-		t.Errorf("Run() printed %q before reporting malformed lines, want nothing", out.String())
+	if want := "route -> [a:0 a:1 b:0 b:1]\nstarts\n"; out.String() != want {
+		t.Errorf("Run() printed %q, want what the lines before the first malformed one print, %q", out.String(), want)
 	}
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) || len(joined.Unwrap()) != len(want) {
@@ -67,6 +68,26 @@ func TestRunStopsAtTheFirstLineThatCannotRun(t *testing.T) {
 	}
 }
 
+// TestRunChecksAfterAStop checks that a line that cannot run stops the
+// trace, and the lines after it are still checked: their problems are
+// reported with it.
+func TestRunChecksAfterAStop(t *testing.T) {
+	src := "echo one\nselect -\necho never\nclock soon\nroute a:1\nupdate a 1 maybe\n"
+	var out bytes.Buffer
+	err := Run(strings.NewReader(src), &out, latency.ModeV5)
+	want := strings.Join([]string{
+		`line 2: select: no route yet (use route or orderroute first)`,
+		`line 4: clock: "soon" is not a decimal number`,
+		`line 6: update: "maybe" is not true or false`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("Run() error =\n%v\nwant\n%s", err, want)
+	}
+	if out.String() != "one\n" {
+		t.Errorf("Run() printed %q, want %q", out.String(), "one\n")
+	}
+}
+
 // TestRunListsAtMostSoMany checks that a trace of garbage is reported in a
 // bounded error that says it stopped listing.
 func TestRunListsAtMostSoMany(t *testing.T) {
@@ -75,5 +96,40 @@ func TestRunListsAtMostSoMany(t *testing.T) {
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) != maxLineErrors+1 || !strings.Contains(lines[maxLineErrors], "only the first 50 are listed") {
 		t.Errorf("Run() error has %d lines ending %q, want %d and a note", len(lines), lines[len(lines)-1], maxLineErrors+1)
+	}
+}
+
+// TestRunModeError checks that an operation of the other mode is a
+// *ModeError naming the mode that has it, so a caller can say how to run
+// the trace instead.
+func TestRunModeError(t *testing.T) {
+	for _, tt := range []struct {
+		mode, want latency.Mode
+		src        string
+	}{
+		{latency.ModeV5, latency.ModeV4, "echo x\npick\n"},
+		{latency.ModeV4, latency.ModeV5, "echo x\ndetectround\n"},
+	} {
+		err := Run(strings.NewReader(tt.src), &bytes.Buffer{}, tt.mode)
+		var me *ModeError
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.As(err, &me) || me.Want != tt.want || me.Mode != tt.mode {
+			t.Errorf("Run(%q, %s) error = %v, want line 2: a *ModeError wanting %s", tt.src, tt.mode, err, tt.want)
+		}
+	}
+}
+
+// TestRunLongLine checks that a line past MaxLineBytes is reported with
+// its number, and the lines after it are still read and checked.
+func TestRunLongLine(t *testing.T) {
+	src := "echo one\n# " + strings.Repeat("x", MaxLineBytes) + "\necho two\nbogus\n"
+	var out bytes.Buffer
+	err := Run(strings.NewReader(src), &out, latency.ModeV5)
+	want := `line 2: line longer than 1048576 bytes` + "\n" + `line 4: unknown operation "bogus"`
+	if err == nil || err.Error() != want {
+		t.Errorf("Run() error =\n%v\nwant\n%s", err, want)
+	}
+	if out.String() != "one\n" {
+		t.Errorf("Run() printed %q, want %q", out.String(), "one\n")
 	}
 }

@@ -17,7 +17,7 @@ const conformanceDir = "../../testdata/conformance"
 // TestConformance replays every trace in each mode it has reference output for
 // and requires byte-identical output.
 func TestConformance(t *testing.T) {
-	n := replayOutputs(t, conformanceDir, 15)
+	n := replayOutputs(t, conformanceDir, 35)
 	t.Logf("replayed %d reference outputs byte-identically", n)
 }
 

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +25,9 @@ const StartMillis = 1000000
 // MaxLineBytes bounds one line of a trace.
 const MaxLineBytes = 1 << 20
 
-// LineError is a trace that cannot go on: a malformed line, an operation its
-// mode lacks, an invalid duration table.
+// LineError is a problem of one line of a trace: a malformed line, an
+// operation its mode lacks (a *ModeError), a line that cannot run in the
+// trace's state (no route yet, an invalid duration table).
 type LineError struct {
 	Line int
 	Err  error
@@ -34,80 +36,181 @@ type LineError struct {
 func (e *LineError) Error() string { return "line " + strconv.Itoa(e.Line) + ": " + e.Err.Error() }
 func (e *LineError) Unwrap() error { return e.Err }
 
+// ModeError is an operation that only the other mode has, such as pick
+// (v4) in a v5 trace.
+type ModeError struct {
+	Op   string
+	Mode latency.Mode // the trace's mode
+	Want latency.Mode // the mode that has Op
+}
+
+func (e *ModeError) Error() string {
+	return e.Op + ": a " + string(e.Want) + " operation, not available in mode " + string(e.Mode)
+}
+
 // maxLineErrors bounds the lines Run reports as malformed before it stops
 // listing them.
 const maxLineErrors = 50
 
-// Run reads a trace from r and runs it, writing its output to w line by line,
-// in mode (latency.ModeV5 or latency.ModeV4). It reads the whole trace and
-// checks every line's syntax first (an unknown operation, one its mode
-// lacks, a wrong number of arguments, an argument that does not parse): if
-// any line is malformed, nothing runs and the error lists every one, a
-// *LineError per line (at most 50, then one saying how many more), joined,
-// one per line. Otherwise the trace runs, and stops at the first line that
-// cannot run (no route yet, an invalid duration table, the clock past its
-// range) with that line's *LineError; what was printed before stays
-// printed. A read error is returned as it is.
+// outBuffer is how much output Run holds before it writes it.
+const outBuffer = 64 << 10
+
+// Run reads a trace from r and runs it line by line as it reads, in mode
+// (latency.ModeV5 or latency.ModeV4), writing its output to w. It holds one
+// line of the trace at a time, so what it needs is bounded by the trace's
+// largest operation (and the state the trace builds), not by its length.
+// Output is buffered: what a line prints is written before Run waits for
+// more input and when it returns, so a trace fed through a pipe or typed at
+// a terminal is answered line by line.
+//
+// The first line that is malformed (an unknown operation, one its mode
+// lacks, a wrong number of arguments, an argument that does not parse) or
+// cannot run in the trace's state (no route yet, an invalid duration table,
+// the clock past its range) stops the run; what the lines before it printed
+// stays printed. Run then reads the rest of the trace only to check each
+// line's syntax, and the error lists every problem in the order of the
+// lines, a *LineError each (at most 50, then one saying there are more),
+// joined, one per line. A line longer than MaxLineBytes is one of them. A
+// read error, or an error writing to w, is returned as it is, and ends Run
+// at once.
 func Run(r io.Reader, w io.Writer, mode latency.Mode) error {
-	m, err := newMachine(w, mode)
+	sink := &firstError{w: w}
+	out := bufio.NewWriterSize(sink, outBuffer)
+	m, err := newMachine(out, mode)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	lines, readErr := readLines(r)
-	var errs []error
-	for i, text := range lines {
-		if err := m.check(text); err != nil {
-			if len(errs) == maxLineErrors {
-				errs = append(errs, &LineError{Line: i + 1, Err: fmt.Errorf("this line and others after it have problems too (only the first %d are listed)", maxLineErrors)})
-				break
+	in := newLineReader(r)
+	var problems []error
+	for n := 1; ; n++ {
+		if in.empty() { // the next read may wait: show what is done
+			if err := out.Flush(); err != nil {
+				return sink.or(err)
 			}
-			errs = append(errs, &LineError{Line: i + 1, Err: err})
 		}
-	}
-	if readErr != nil {
-		var le *LineError
-		if len(errs) == 0 || !errors.As(readErr, &le) {
-			return readErr
+		text, err := in.next()
+		if err == io.EOF {
+			break
 		}
-		errs = append(errs, readErr)
+		var lerr error
+		switch {
+		case err == errLineTooLong:
+			lerr = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+		case err != nil:
+			return err
+		case problems != nil: // stopped: the rest is only checked
+			lerr = m.check(text)
+		default:
+			lerr = m.exec(text)
+		}
+		if sink.err != nil {
+			return sink.err
+		}
+		if lerr == nil {
+			continue
+		}
+		if len(problems) == maxLineErrors {
+			problems = append(problems, &LineError{Line: n, Err: fmt.Errorf("this line and others after it have problems too (only the first %d are listed)", maxLineErrors)})
+			break
+		}
+		problems = append(problems, &LineError{Line: n, Err: lerr})
 	}
-	switch len(errs) {
+	if err := out.Flush(); err != nil {
+		return sink.or(err)
+	}
+	switch len(problems) {
 	case 0:
+		return nil
 	case 1:
-		return errs[0]
-	default:
-		return errors.Join(errs...)
+		return problems[0]
 	}
-	for i, text := range lines {
-		if err := m.exec(text); err != nil {
-			return &LineError{Line: i + 1, Err: err}
-		}
-	}
-	return nil
+	return errors.Join(problems...)
 }
 
-// readLines reads r's lines; a line longer than MaxLineBytes is a
-// *LineError (the lines before it are returned).
-func readLines(r io.Reader) ([]string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), MaxLineBytes)
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+// firstError is a writer that remembers the first error its writer
+// returned.
+type firstError struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstError) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil && f.err == nil {
+		f.err = err
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return lines, &LineError{Line: len(lines) + 1, Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+	return n, err
+}
+
+// or returns the writer's own error, else err.
+func (f *firstError) or(err error) error {
+	if f.err != nil {
+		return f.err
+	}
+	return err
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// lineReader reads a trace's lines one at a time into one buffer, which
+// grows to the longest line read (at most MaxLineBytes and a read's worth).
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// empty reports whether the next line must be read from the underlying
+// reader, which may block.
+func (l *lineReader) empty() bool { return l.br.Buffered() == 0 }
+
+// next returns the next line without its line end ("\n" or "\r\n") and
+// without its comment; io.EOF after the last line. A line longer than
+// MaxLineBytes is skipped, and errLineTooLong returned for it.
+func (l *lineReader) next() (string, error) {
+	l.buf = l.buf[:0]
+	tooLong, read := false, false
+	for {
+		chunk, err := l.br.ReadSlice('\n')
+		read = read || len(chunk) > 0
+		if !tooLong {
+			if len(l.buf)+len(chunk) > MaxLineBytes+2 { // the line and a line end
+				tooLong, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, chunk...)
+			}
 		}
-		return lines, err
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			if !read {
+				return "", io.EOF
+			}
+		} else if err != nil {
+			return "", err
+		}
+		break
 	}
-	return lines, nil
+	line := l.buf
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if tooLong || len(line) > MaxLineBytes {
+		return "", errLineTooLong
+	}
+	if i := bytes.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	return string(line), nil
 }
 
 // machine is the state a trace runs on.
 type machine struct {
-	out   io.Writer
+	out   *bufio.Writer
 	mode  latency.Mode
 	clock *latency.ManualClock
 	rand  *queuedRandom
@@ -131,7 +234,7 @@ type sendSettings struct {
 	retryCodes         map[int]bool
 }
 
-func newMachine(w io.Writer, mode latency.Mode) (*machine, error) {
+func newMachine(w *bufio.Writer, mode latency.Mode) (*machine, error) {
 	if mode == "" {
 		mode = latency.ModeV5
 	}
@@ -235,7 +338,7 @@ func (m *machine) parse(line string) (op string, args []string, spec *opSpec, er
 		if op == "resetrand" { // accepted and ignored in v4
 			return op, nil, nil, nil
 		}
-		return op, nil, nil, fmt.Errorf("%s: not available in mode %s", op, m.mode)
+		return op, nil, nil, &ModeError{Op: op, Mode: m.mode, Want: sp.only}
 	}
 	if len(args) < sp.min || (sp.max >= 0 && len(args) > sp.max) {
 		return op, nil, nil, fmt.Errorf("%s: %s", op, sp.usage)
@@ -324,6 +427,19 @@ func parseMillis(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q must not be negative", s)
 	}
 	if v > math.MaxInt64/int64(time.Millisecond) {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return time.Duration(v) * time.Millisecond, nil
+}
+
+// parseSignedMillis is parseMillis for a value the reference takes whatever
+// its sign: update's latency, lftupdate's latency and duration.
+func parseSignedMillis(s string) (time.Duration, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a decimal number", s)
+	}
+	if v > math.MaxInt64/int64(time.Millisecond) || v < math.MinInt64/int64(time.Millisecond) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return time.Duration(v) * time.Millisecond, nil
@@ -504,6 +620,7 @@ func parseRouteSpec(spec string) (*route.TopicRouteData, error) {
 }
 
 func (m *machine) setRoute(data *route.TopicRouteData) error {
+	m.info = nil // the old route can go while the new one is built
 	info, err := route.NewPublishInfo(Topic, data, route.WithRandom(m.rand))
 	if err != nil {
 		return err
@@ -513,13 +630,25 @@ func (m *machine) setRoute(data *route.TopicRouteData) error {
 	return nil
 }
 
+// printRoute prints the route's queues straight to the output, which
+// writes them out as its buffer fills: a route of a million queues is never
+// held as text.
 func (m *machine) printRoute(suffix string) {
-	qs := m.info.Queues()
-	parts := make([]string, len(qs))
-	for i, q := range qs {
-		parts[i] = q.String()
+	w := m.out
+	w.WriteString("route -> [")
+	var num [20]byte
+	for i := range m.info.Len() {
+		if i > 0 {
+			w.WriteByte(' ')
+		}
+		q := m.info.QueueRef(i)
+		w.WriteString(q.BrokerName)
+		w.WriteByte(':')
+		w.Write(strconv.AppendInt(num[:0], int64(q.QueueID), 10))
 	}
-	m.printf("route -> [%s]%s", strings.Join(parts, " "), suffix)
+	w.WriteString("]")
+	w.WriteString(suffix)
+	w.WriteByte('\n')
 }
 
 func (m *machine) opRoute(a []string) error {
@@ -550,11 +679,11 @@ func (m *machine) needRoute() error {
 }
 
 func (m *machine) opIndex(a []string) error {
-	if err := m.needRoute(); err != nil {
-		return err
-	}
 	v, err := parseInt32(a[0])
 	if err != nil {
+		return err
+	}
+	if err := m.needRoute(); err != nil {
 		return err
 	}
 	m.info.Index().Store(v)
@@ -570,11 +699,11 @@ func (m *machine) opDumpIndex([]string) error {
 }
 
 func (m *machine) opResetRand(a []string) error {
+	if err := int32Args(a); err != nil {
+		return err
+	}
 	for _, s := range a {
-		v, err := parseInt32(s)
-		if err != nil {
-			return err
-		}
+		v, _ := parseInt32(s)
 		m.rand.queue = append(m.rand.queue, v)
 	}
 	return nil
@@ -657,9 +786,41 @@ func (m *machine) opSelect(a []string) error {
 		reset = true
 		label += " reset"
 	}
+	if m.info.Len() == 0 {
+		m.pickEmpty(reset)
+		m.printf("select %s -> null", label)
+		return nil
+	}
 	pick, ok := m.strat.Select(m.info, latency.PickInfo{LastBroker: brokerArg(a[0]), ResetIndex: reset})
 	m.printf("select %s -> %s", label, queueRefOrNull(pick.Queue, ok))
 	return nil
+}
+
+// pickEmpty moves the route's index as the reference does when it picks
+// from a route without queues, up to the division by zero that ends its
+// pick (printed as null); Strategy.Select answers no pick and moves nothing.
+// 5.3.3, fault tolerance on: the reset if asked for, then the filtered
+// passes return at once and the last, unfiltered pick takes one next(). Off
+// (and 4.9.8 off): one next(). 4.9.8 on: the scan takes one next(), then the
+// least-bad broker: one whose queue data is writable costs the least-bad
+// pick's own next(), and one without (or none) is removed from the fault
+// table; then the last pick takes one next().
+func (m *machine) pickEmpty(reset bool) {
+	idx := m.info.Index()
+	on := m.strat.FaultToleranceEnabled()
+	switch {
+	case m.mode == latency.ModeV5 && on && reset:
+		m.info.ResetIndex()
+	case m.mode == latency.ModeV4 && on:
+		idx.Next()
+		ft := m.strat.FaultTolerance()
+		if b, ok := ft.PickLeastBad(); ok && m.info.WriteQueueNums(b) > 0 {
+			idx.Next()
+		} else if ok {
+			ft.Remove(b)
+		}
+	}
+	idx.Next()
 }
 
 func queueRefOrNull(q *route.MessageQueue, ok bool) string {
@@ -673,13 +834,18 @@ func (m *machine) opTPSelect(a []string) error {
 	if err := m.needRoute(); err != nil {
 		return err
 	}
+	if m.info.Len() == 0 { // the reference takes one next(), then divides by zero
+		m.info.Index().Next()
+		m.printf("tpselect %s -> null", a[0])
+		return nil
+	}
 	q, ok := latency.SelectAvoiding(m.info, brokerArg(a[0]))
 	m.printf("tpselect %s -> %s", a[0], queueRefOrNull(q, ok))
 	return nil
 }
 
 func (m *machine) opUpdate(a []string) error {
-	lat, err := parseMillis(a[1])
+	lat, err := parseSignedMillis(a[1])
 	if err != nil {
 		return err
 	}
@@ -696,16 +862,32 @@ func (m *machine) opUpdate(a []string) error {
 	if err := m.consultTable(); err != nil {
 		return err
 	}
+	if lat < 0 && m.strat.FaultToleranceEnabled() {
+		m.updateNegative(a[0], lat, iso, reach)
+		return nil
+	}
 	m.strat.Update(a[0], lat, iso, reach)
 	return nil
 }
 
+// updateNegative is the reference's update with a negative latency, which
+// Strategy.Update counts as 0: the latency is stored as it is, and looked
+// up in the duration table as it is (below every threshold, so it isolates
+// nothing unless isolation charges the mode's isolation latency).
+func (m *machine) updateNegative(broker string, lat time.Duration, isolation, reachable bool) {
+	lookup := lat
+	if isolation {
+		lookup = m.strat.IsolationLatency()
+	}
+	m.strat.FaultTolerance().Update(broker, lat, m.strat.Durations().Isolation(lookup), reachable)
+}
+
 func (m *machine) opLFTUpdate(a []string) error {
-	lat, err := parseMillis(a[1])
+	lat, err := parseSignedMillis(a[1])
 	if err != nil {
 		return err
 	}
-	dur, err := parseMillis(a[2])
+	dur, err := parseSignedMillis(a[2])
 	if err != nil {
 		return err
 	}

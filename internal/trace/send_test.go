@@ -45,3 +45,14 @@ func TestSendErrors(t *testing.T) {
 		})
 	}
 }
+
+// edgeTracesDir holds mqfault's own traces of the language's edges against
+// the reference: negative latencies and durations, picks on a route without
+// queues. Their outputs were derived by hand from the reference's source
+// (5.3.3 and 4.9.8), as each trace's comments explain.
+const edgeTracesDir = "testdata/edges"
+
+// TestEdgeTraces replays the edge traces and requires byte-identical output.
+func TestEdgeTraces(t *testing.T) {
+	replayOutputs(t, edgeTracesDir, 5)
+}

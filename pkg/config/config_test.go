@@ -149,7 +149,7 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Strategy.RecoveredAfter }, 6 * time.Second, []string{"-1s", "soon", "6"}},
 	{"durations", "100ms, 1s ; 0s, 5s", nil,
 		func(c Config) any { return mustGet(c, "durations") }, "100ms,1s;0s,5s",
-		[]string{"100ms,1s;0s", "1s,100ms;0s,0s", "abc", "1s;2s;3s", "-1s;1s", "1s;-1s", "1;2s"}},
+		[]string{"100ms,1s;0s", "1s,100ms;0s,0s", "abc", "1s;2s;3s", "-1s;1s", "1s;-1s", "1;2s", ";", " ; "}},
 	{"retry_times", "5", nil,
 		func(c Config) any { return c.Producer.RetryTimes }, 5, []string{"-1", "x", "2.0"}},
 	{"async_retry_times", "0", nil,

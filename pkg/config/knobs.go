@@ -497,7 +497,7 @@ func durationsKnob(name, doc string, ptr func(*Config) *latency.DurationTable) k
 
 // durationsValue is a duration table written as its two columns,
 // "50ms,100ms,550ms;0s,0s,2s" (thresholds;isolations), or "default" for the
-// mode's own table (nil).
+// mode's own table (nil). A table without rows (";") is refused.
 type durationsValue struct{ p *latency.DurationTable }
 
 func (v durationsValue) set(s string) error {
@@ -521,6 +521,11 @@ func (v durationsValue) set(s string) error {
 			}
 			parsed[c] = append(parsed[c], d)
 		}
+	}
+	if len(parsed[0]) == 0 && len(parsed[1]) == 0 {
+		// A table without rows isolates no broker, whatever it answers:
+		// fault tolerance silently off is never what such a value meant.
+		return errors.New("the table is empty, so no broker would ever be isolated: give at least one threshold and its isolation (such as 550ms;30s), or default")
 	}
 	t, err := latency.NewStepTable(parsed[0], parsed[1])
 	if err != nil {
