@@ -179,9 +179,10 @@ func WithMetrics(reg prometheus.Registerer, name string) Option {
 	return func(o *options) { o.registerer, o.name = reg, name }
 }
 
-// WithObservers adds observers of the strategy's events (isolations,
-// recoveries, probes) and of the send loop's (attempts, sends), told after
-// the logger and the metrics; either may be nil. They must not block.
+// WithObservers sets observers of your own of the strategy's events
+// (isolations, recoveries, probes) and of the send loop's (attempts, sends),
+// told after the logger and the metrics (the last WithObservers wins);
+// either may be nil. They must not block.
 func WithObservers(strategy latency.Observer, send mqproducer.Observer) Option {
 	return func(o *options) { o.stratObs, o.prodObs = strategy, send }
 }
