@@ -106,7 +106,7 @@ func TestTwoUnnamedProducers(t *testing.T) {
 	defer cleanup()
 	_, _, err = answering(t, reg, "")
 	var are prometheus.AlreadyRegisteredError
-	if !errors.As(err, &are) || !strings.Contains(err.Error(), "give each producer sharing it its own Observability.Name") {
+	if !errors.As(err, &are) || !strings.Contains(err.Error(), "Observability.Name") || !strings.Contains(err.Error(), "give each producer sharing it its own name") {
 		t.Errorf("a second unnamed producer on one registry: error = %v, want AlreadyRegisteredError saying to name them", err)
 	}
 }

@@ -3,15 +3,12 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/google/wire"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/observe"
-	"github.com/mqfault/mqfault/pkg/observe/prom"
+	"github.com/mqfault/mqfault/pkg/observe/setup"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -49,61 +46,19 @@ var CoreSet = wire.NewSet(ConfigSet, ObserveSet, LatencySet, ProducerSet)
 // DefaultSet is CoreSet with the real clock and the default observability.
 var DefaultSet = wire.NewSet(CoreSet, ClockSet, DefaultObservabilitySet)
 
-// Observability is what a caller adds to the observers the injectors install.
-// The zero value logs to slog.Default() and exports no metrics.
-type Observability struct {
-	// Logger receives the rate-limited records of observe.Logger and the
-	// strategy's and producer's own background errors; nil is slog.Default().
-	Logger *slog.Logger
-	// Registerer, when set, gets a prom.Metrics registered (and unregistered
-	// by the cleanup).
-	Registerer prometheus.Registerer
-	// Name, when set, labels every metric producer="Name" (through
-	// prometheus.WrapRegistererWith), so that several producers can share
-	// one Registerer: without it a second producer's registration fails
-	// (the same metrics twice). It has no other effect.
-	Name string
-	// Strategy is told of isolations, recoveries and probes too (after the
-	// logger and the metrics); nil is none. It must not block.
-	Strategy latency.Observer
-	// Producer is told of every attempt and send too; nil is none. It must
-	// not block.
-	Producer producer.Observer
-}
+// Observability is what a caller adds to the observers the injectors
+// install: a logger, a Prometheus Registerer and a name to label the metrics
+// with, observers of one's own. Its fields are setup.Observability's (see
+// there); the zero value logs to slog.Default() and exports no metrics.
+type Observability setup.Observability
 
-// Observers is what ObserveSet provides to LatencySet and ProducerSet.
-type Observers struct {
-	// Strategy observes the strategy (latency.WithObserver); never nil.
-	Strategy latency.Observer
-	// Producer observes the producer (producer.WithObserver); never nil.
-	Producer producer.Observer
-	// Stages counts picks by stage (latency.WithStageCounter); nil when
-	// config.Config.CountStages is off.
-	Stages *latency.StageCounter
-	// Metrics are the Prometheus metrics, nil without a Registerer.
-	Metrics *prom.Metrics
-	// Logger is the logger in use; never nil.
-	Logger *slog.Logger
-}
+// Observers is what ObserveSet provides to LatencySet and ProducerSet: the
+// setup.Observers derived from a config.Config and an Observability.
+type Observers setup.Observers
 
 // ProducerLabel is the constant label Observability.Name sets on every
 // metric.
-const ProducerLabel = "producer"
-
-// registerError says what to do when the Registerer already holds metrics
-// of the same name and labels: another producer's.
-func registerError(name string, err error) error {
-	var are prometheus.AlreadyRegisteredError
-	if !errors.As(err, &are) {
-		return fmt.Errorf("wire: registering the metrics: %w", err)
-	}
-	if name == "" {
-		return fmt.Errorf("wire: the Registerer already has mqfault's metrics (another producer's?): "+
-			"give each producer sharing it its own Observability.Name: %w", err)
-	}
-	return fmt.Errorf("wire: the Registerer already has mqfault's metrics for producer %q: "+
-		"give each producer sharing it its own Observability.Name: %w", name, err)
-}
+const ProducerLabel = setup.ProducerLabel
 
 // StrategyConfig validates cfg (every knob, so the error is a *config.Error
 // naming it) and returns the strategy's part.
@@ -117,49 +72,19 @@ func StrategyConfig(cfg config.Config) (latency.Config, error) {
 // ProducerConfig returns the producer's part of cfg.
 func ProducerConfig(cfg config.Config) producer.Config { return cfg.Producer }
 
-// ProvideObservers builds the observers: an observe.Logger (rate-limited by
-// cfg.LogInterval on clock), prom.Metrics registered with o.Registerer when
-// set, o's own observers, and a stage counter when cfg.CountStages. The
-// cleanup unregisters the metrics.
+// ProvideObservers builds the observers with setup.New: an observe.Logger
+// (rate-limited by cfg.LogInterval on clock), prom.Metrics registered with
+// o.Registerer when set, o's own observers, and a stage counter when
+// cfg.CountStages. The cleanup unregisters the metrics.
 func ProvideObservers(cfg config.Config, o Observability, clock latency.Clock) (Observers, func(), error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
+	obs, cleanup, err := setup.New(cfg, setup.Observability(o), clock)
+	switch {
+	case errors.Is(err, setup.ErrDuplicateMetrics):
+		return Observers{}, nil, fmt.Errorf("wire: Observability.Name: %w", err)
+	case err != nil:
+		return Observers{}, nil, fmt.Errorf("wire: %w", err)
 	}
-	logObs := observe.NewLogger(log, observe.WithInterval(cfg.LogInterval), observe.WithLogClock(clock))
-	out := Observers{Logger: log}
-	lats := []latency.Observer{logObs}
-	prods := []producer.Observer{logObs}
-	cleanup := func() {}
-	if o.Registerer != nil {
-		m, err := prom.New()
-		if err != nil {
-			return Observers{}, nil, err
-		}
-		reg := o.Registerer
-		if o.Name != "" {
-			reg = prometheus.WrapRegistererWith(prometheus.Labels{ProducerLabel: o.Name}, reg)
-		}
-		if err := reg.Register(m); err != nil {
-			return Observers{}, nil, registerError(o.Name, err)
-		}
-		out.Metrics = m
-		lats = append(lats, m)
-		prods = append(prods, m)
-		cleanup = func() { reg.Unregister(m) }
-	}
-	if o.Strategy != nil {
-		lats = append(lats, o.Strategy)
-	}
-	if o.Producer != nil {
-		prods = append(prods, o.Producer)
-	}
-	out.Strategy = observe.JoinLatency(lats...)
-	out.Producer = observe.JoinProducer(prods...)
-	if cfg.CountStages {
-		out.Stages = latency.NewStageCounter()
-	}
-	return out, cleanup, nil
+	return Observers(obs), cleanup, nil
 }
 
 // ProvideStrategy builds the strategy with clock, the resolver and detector
@@ -167,26 +92,18 @@ func ProvideObservers(cfg config.Config, o Observability, clock latency.Clock) (
 // at it, and starts its detector loop. The cleanup closes it: it stops the
 // detector and waits for the loop and every probe.
 func ProvideStrategy(cfg latency.Config, clock latency.Clock, res latency.Resolver, det latency.ServiceDetector, obs Observers) (*latency.Strategy, func(), error) {
-	opts := []latency.Option{latency.WithClock(clock), latency.WithLogger(obs.Logger)}
+	opts := []latency.Option{latency.WithClock(clock)}
 	if res != nil {
 		opts = append(opts, latency.WithResolver(res))
 	}
 	if det != nil {
 		opts = append(opts, latency.WithServiceDetector(det))
 	}
-	if obs.Strategy != nil {
-		opts = append(opts, latency.WithObserver(obs.Strategy))
-	}
-	if obs.Stages != nil {
-		opts = append(opts, latency.WithStageCounter(obs.Stages))
-	}
-	s, err := latency.NewStrategy(cfg, opts...)
+	s, err := latency.NewStrategy(cfg, append(opts, setup.Observers(obs).StrategyOptions()...)...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if obs.Metrics != nil {
-		obs.Metrics.Watch(s)
-	}
+	setup.Observers(obs).Watch(s)
 	if err := s.Start(); err != nil {
 		s.Close()
 		return nil, nil, err
@@ -199,10 +116,7 @@ func ProvideStrategy(cfg latency.Config, clock latency.Clock, res latency.Resolv
 // producer, waiting for its async sends in flight. The strategy outlives it:
 // Wire runs cleanups in reverse order, so the producer closes first.
 func ProvideProducer(cfg producer.Config, transport producer.Transport, routes producer.RouteSource, strat *latency.Strategy, clock latency.Clock, obs Observers) (*producer.Producer, func(), error) {
-	opts := []producer.Option{producer.WithClock(clock), producer.WithLogger(obs.Logger)}
-	if obs.Producer != nil {
-		opts = append(opts, producer.WithObserver(obs.Producer))
-	}
+	opts := append([]producer.Option{producer.WithClock(clock)}, setup.Observers(obs).ProducerOptions()...)
 	p, err := producer.New(transport, routes, strat, cfg, opts...)
 	if err != nil {
 		return nil, nil, err

@@ -8,31 +8,40 @@
 // registry: Observability.Name labels each one's metrics producer="NAME". It prints each
 // broker's traffic every second and each isolation and its end as they happen,
 // serves /metrics and the fault table (/faults) on 127.0.0.1, and ends with a
-// per-broker summary.
+// per-broker summary. With -hold it keeps /metrics and /faults up after the
+// summary, serving what they said at the end of the run, for a while or
+// until interrupted. README.md beside this file shows a run.
 //
 //	go run ./examples/customproducer                 # 10 s
 //	go run ./examples/customproducer -duration 30s   # longer
+//	go run ./examples/customproducer -hold forever   # then /metrics until Ctrl-C
 //	MQFAULT_PRESET=reference5 MQFAULT_FAULT_TOLERANCE=true go run ./examples/customproducer
 package main
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -50,6 +59,42 @@ type options struct {
 	Interval   time.Duration // pause between two sends of one goroutine
 	ConfigPath string        // a YAML or JSON configuration file, or ""
 	Environ    []string      // the MQFAULT_ environment (os.Environ())
+	// Hold keeps /metrics and /faults up this long after the summary (0:
+	// not at all; holdForever: until interrupted), serving what they said
+	// at the end of the run. An interrupt ends it early.
+	Hold time.Duration
+}
+
+// holdForever is -hold forever: serve until interrupted.
+const holdForever = time.Duration(math.MaxInt64)
+
+// holdValue is the -hold flag: a duration, or "forever".
+type holdValue struct{ d *time.Duration }
+
+func (h holdValue) String() string {
+	if h.d == nil || *h.d == 0 {
+		return "0s"
+	}
+	if *h.d == holdForever {
+		return "forever"
+	}
+	return h.d.String()
+}
+
+func (h holdValue) Set(s string) error {
+	if s == "forever" {
+		*h.d = holdForever
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil && s != "0" {
+			return errors.New("a duration needs a unit, e.g. 30s, or forever")
+		}
+		return errors.New("want a duration such as 30s, or forever")
+	}
+	*h.d = d
+	return nil
 }
 
 // validate reports every flag out of range (and any argument, which the
@@ -74,6 +119,9 @@ func (o options) validate(args []string) error {
 	}
 	if o.Interval < 0 {
 		bad("interval", o.Interval, "must not be negative")
+	}
+	if o.Hold < 0 {
+		bad("hold", o.Hold, "must not be negative (0: exit after the summary; forever: until interrupted)")
 	}
 	if len(args) > 0 {
 		errs = append(errs, fmt.Errorf("customproducer: unexpected argument %q: the program takes only flags", args[0]))
@@ -108,25 +156,34 @@ const (
 
 func main() {
 	opts := options{Environ: os.Environ()}
-	flag.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to send")
-	flag.DurationVar(&opts.DeadAfter, "dead-after", 1500*time.Millisecond, "when the dead broker stops accepting connections")
-	flag.DurationVar(&opts.SlowDelay, "slow", 800*time.Millisecond, "how long the slow broker takes to answer (550ms or more isolates it)")
-	flag.IntVar(&opts.Senders, "senders", 4, "goroutines sending")
-	flag.DurationVar(&opts.Interval, "interval", 10*time.Millisecond, "pause between two sends of one goroutine")
-	flag.StringVar(&opts.ConfigPath, "config", "", "a YAML or JSON mqfault configuration file (MQFAULT_ variables apply over it)")
-	flag.Parse()
-	if err := opts.validate(flag.Args()); err != nil {
+	fs := newFlags(&opts)
+	_ = fs.Parse(os.Args[1:]) // flag.ExitOnError: a bad flag exits 2
+	if err := opts.validate(fs.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		fmt.Fprintln(os.Stderr, "run customproducer -h for the flags")
 		os.Exit(2)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if _, err := run(ctx, opts, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "customproducer:", err)
 		os.Exit(1)
 	}
+}
+
+// newFlags returns the program's flags, each bound to its field of opts
+// with its default set.
+func newFlags(opts *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("customproducer", flag.ExitOnError)
+	fs.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to send")
+	fs.DurationVar(&opts.DeadAfter, "dead-after", 1500*time.Millisecond, "when the dead broker stops accepting connections")
+	fs.DurationVar(&opts.SlowDelay, "slow", 800*time.Millisecond, "how long the slow broker takes to answer (550ms or more isolates it)")
+	fs.IntVar(&opts.Senders, "senders", 4, "goroutines sending")
+	fs.DurationVar(&opts.Interval, "interval", 10*time.Millisecond, "pause between two sends of one goroutine")
+	fs.StringVar(&opts.ConfigPath, "config", "", "a YAML or JSON mqfault configuration file (MQFAULT_ variables apply over it)")
+	fs.Var(holdValue{&opts.Hold}, "hold", "after the summary, keep serving the run's final /metrics and /faults for `D` (a duration such as 5m, or forever); Ctrl-C ends it")
+	return fs
 }
 
 // run starts the brokers, composes the producer, sends for opts.Duration (or
@@ -210,9 +267,10 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	ends := &endpoints{reg: reg, strat: strat, faults: observe.NewTableHandler(strat)}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/faults", observe.NewTableHandler(strat))
+	mux.Handle("/metrics", promhttp.HandlerFor(ends, promhttp.HandlerOpts{}))
+	mux.Handle("/faults", ends)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() {
@@ -272,8 +330,12 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	ticker.Stop()
 	wg.Wait()
 
-	// 5. One scrape of our own /metrics, then close everything in order: the
-	// producer, then the strategy (the injector's cleanup), then the rest.
+	// 5. Freeze the endpoints, scrape our own /metrics, then close everything
+	// in order: the producer, then the strategy (the injector's cleanup),
+	// then the rest.
+	if err := ends.freeze(); err != nil {
+		return result{}, err
+	}
 	res := result{MetricsURL: base + "/metrics"}
 	res.Metrics, err = scrape(res.MetricsURL)
 	if err != nil {
@@ -296,7 +358,84 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 	res.Brokers = watch.stats(stored)
 	res.Sends, res.FailedSends = watch.sends.Load(), watch.failedSends.Load()
 	printSummary(out, res.Brokers, res.Sends, res.FailedSends)
+	if opts.Hold > 0 {
+		how := "until interrupted (Ctrl-C)"
+		if opts.Hold != holdForever {
+			how = fmt.Sprintf("for %v, or until interrupted (Ctrl-C)", opts.Hold)
+		}
+		fmt.Fprintf(out, "\nthe run is over; still serving %s/metrics and %s/faults as they ended, %s\n", base, base, how)
+		hold(ctx, opts.Hold)
+	}
 	return res, nil
+}
+
+// hold returns when ctx is done or d has passed (never, for holdForever).
+func hold(ctx context.Context, d time.Duration) {
+	if d == holdForever {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// endpoints serves /metrics (as a prometheus.Gatherer) and /faults: live
+// during the run, then what they said when freeze was called, since the
+// injectors' cleanup unregisters the metrics and closes the strategy. It is
+// safe for concurrent use.
+type endpoints struct {
+	reg    *prometheus.Registry
+	strat  *latency.Strategy
+	faults http.Handler // the live fault table
+	final  atomic.Pointer[final]
+}
+
+// final is what the endpoints said at the end of the run.
+type final struct {
+	metrics []*dto.MetricFamily
+	faults  []byte // the fault table as JSON
+}
+
+// freeze takes the metrics and the fault table as they are now and serves
+// them from then on.
+func (e *endpoints) freeze() error {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		return err
+	}
+	faults, err := json.MarshalIndent(observe.Snapshot(e.strat, time.Now()), "", "  ")
+	if err != nil {
+		return err
+	}
+	e.final.Store(&final{metrics: mfs, faults: append(faults, '\n')})
+	return nil
+}
+
+// Gather implements prometheus.Gatherer.
+func (e *endpoints) Gather() ([]*dto.MetricFamily, error) {
+	if f := e.final.Load(); f != nil {
+		return f.metrics, nil
+	}
+	return e.reg.Gather()
+}
+
+// ServeHTTP serves /faults.
+func (e *endpoints) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f := e.final.Load()
+	if f == nil || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		e.faults.ServeHTTP(w, r) // live, or its answer to another method
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(f.faults)
+	}
 }
 
 // send sends messages one after another until ctx is done.

@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,4 +112,129 @@ func metricValue(lines []string, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// serving is an io.Writer that keeps what run prints and reports the base
+// URL of the line saying the endpoints stay up after the run.
+type serving struct {
+	mu   sync.Mutex // guards buf
+	buf  bytes.Buffer
+	once sync.Once
+	base chan string
+}
+
+var servingRE = regexp.MustCompile(`still serving (http://127\.0\.0\.1:[0-9]+)/metrics`)
+
+func (s *serving) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.buf.Write(p)
+	if m := servingRE.FindStringSubmatch(s.buf.String()); m != nil {
+		s.once.Do(func() { s.base <- m[1] })
+	}
+	return n, err
+}
+
+func (s *serving) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// get returns the body of a GET of url, failing the test on any error.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return string(body)
+}
+
+// TestRunHold: with -hold forever, after the summary run says where it
+// still serves, /metrics serves the run's last scrape (both producers'
+// series, though the injectors' cleanup has unregistered them) and /faults
+// the fault table as the run ended, until ctx is cancelled (an interrupt);
+// then run returns, the server closed. With -hold 50ms run returns by
+// itself.
+func TestRunHold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real brokers")
+	}
+	opts := options{Duration: 1500 * time.Millisecond, DeadAfter: 500 * time.Millisecond, SlowDelay: 600 * time.Millisecond,
+		Senders: 2, Interval: 5 * time.Millisecond, Hold: holdForever}
+	out := &serving{base: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type ended struct {
+		res result
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		res, err := run(ctx, opts, out)
+		done <- ended{res, err}
+	}()
+	var base string
+	select {
+	case base = <-out.base:
+	case e := <-done:
+		t.Fatalf("run() returned %v before saying it still serves:\n%s", e.err, out.String())
+	}
+	summary := strings.Index(out.String(), "\nsummary")
+	if held := strings.Index(out.String(), "still serving"); summary < 0 || held < summary {
+		t.Errorf("the still-serving line comes before the summary (at %d, summary at %d):\n%s", held, summary, out.String())
+	}
+	var scraped []string
+	for _, l := range strings.Split(get(t, base+"/metrics"), "\n") {
+		if strings.HasPrefix(l, "mqfault_") {
+			scraped = append(scraped, l)
+		}
+	}
+	faults := get(t, base+"/faults")
+	// The run has not ended: it holds until cancelled.
+	select {
+	case e := <-done:
+		t.Fatalf("run() returned %v while holding, before ctx was cancelled", e.err)
+	default:
+	}
+	cancel()
+	e := <-done
+	if e.err != nil {
+		t.Fatalf("run() error = %v\n%s", e.err, out.String())
+	}
+	if !slices.Equal(scraped, e.res.Metrics) || len(scraped) == 0 {
+		t.Errorf("/metrics after the run served %d mqfault_ lines, want the run's last scrape (%d lines), exactly:\n%s",
+			len(scraped), len(e.res.Metrics), strings.Join(scraped, "\n"))
+	}
+	for _, p := range []string{`producer="orders"`, `producer="audit"`} {
+		if !strings.Contains(strings.Join(scraped, "\n"), p) {
+			t.Errorf("/metrics after the run has no series labelled %s", p)
+		}
+	}
+	if !strings.Contains(faults, `"fast"`) || !strings.Contains(faults, `"dead"`) {
+		t.Errorf("/faults after the run = %s, want the fault table naming the brokers", faults)
+	}
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(base + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Errorf("GET /metrics after run returned: %s, want the server closed", resp.Status)
+	}
+
+	opts.Hold = 50 * time.Millisecond
+	var quiet bytes.Buffer
+	if _, err := run(context.Background(), opts, &quiet); err != nil {
+		t.Fatalf("run(-hold 50ms) error = %v", err)
+	}
+	if !strings.Contains(quiet.String(), "still serving") || !strings.Contains(quiet.String(), "for 50ms") {
+		t.Errorf("run(-hold 50ms) output does not say it serves for 50ms:\n%s", quiet.String())
+	}
 }

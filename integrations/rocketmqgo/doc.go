@@ -11,6 +11,12 @@
 // the strategy picked for it. README.md beside this file says what changes
 // for a user of the client and what stays untouched.
 //
+// The settings come from WithConfig (a config.Config from config.Load: a
+// file and MQFAULT_ variables) or, in code, WithStrategyConfig and
+// WithSendConfig. WithLogger and WithMetrics give the slog records and the
+// Prometheus metrics package wire's injectors give (pkg/observe/setup
+// derives both): isolations, their ends, probe verdicts, failed attempts.
+//
 // The pieces, in the order a send meets them:
 //
 //   - Producer validates the messages and decides the path: a message with a

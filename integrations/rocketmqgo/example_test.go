@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
+	"github.com/mqfault/mqfault/pkg/config"
 )
 
 // ExampleNewProducer wraps the client's producer and sends through a
@@ -85,3 +90,92 @@ func readmeSend(ctx context.Context, body []byte) error {
 
 // p is a rocketmq.Producer, as the README's snippet says.
 var _ rocketmq.Producer = (*rocketmqgo.Producer)(nil)
+
+// newObservedProducer is the README's "Configuration, logs and metrics":
+// a producer with the settings of a configuration file, logging to logger
+// and exporting to a registry of its own.
+func newObservedProducer(path string, clientOpts []producer.Option, logger *slog.Logger) (*rocketmqgo.Producer, *prometheus.Registry, error) {
+	cfg, err := config.Load(path) // the file, then the MQFAULT_ variables over it
+	if err != nil {
+		return nil, nil, err // every bad knob, each with its file:line or variable
+	}
+	reg := prometheus.NewRegistry() // serve it: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	p, err := rocketmqgo.NewProducer(clientOpts,
+		rocketmqgo.WithConfig(cfg),            // strategy, send loop, log_interval, count_stages
+		rocketmqgo.WithLogger(logger),         // isolations, recoveries, probe verdicts, failed attempts
+		rocketmqgo.WithMetrics(reg, "orders"), // the mqfault_* series, labelled producer="orders"
+	)
+	return p, reg, err
+}
+
+// ExampleWithConfig builds a producer from a configuration file, with a
+// logger and Prometheus metrics (newObservedProducer), and sends through a
+// cluster where one broker is busy: the logger says that broker was
+// isolated, and the registry counts the isolation, the attempt it answered
+// busy, and the sends.
+func ExampleWithConfig() {
+	quiet := remotingtest.WithLogger(slog.New(slog.DiscardHandler))
+	ns, _ := remotingtest.NewNameServer(quiet)
+	defer ns.Close()
+	a, _ := remotingtest.NewBroker("broker-a", quiet)
+	defer a.Close()
+	b, _ := remotingtest.NewBroker("broker-b", quiet)
+	defer b.Close()
+	_ = ns.SetRoute("TopicTest", remotingtest.RouteOf(4, a, b))
+	_ = b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy})
+
+	dir, _ := os.MkdirTemp("", "mqfault")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "mqfault.yaml")
+	_ = os.WriteFile(path, []byte("preset: default\nretry_times: 1\nlog_interval: 0s\n"), 0o600)
+	// The records at Warn and above, with their level, message, broker and
+	// reason only (the rest varies from run to run).
+	keep := map[string]bool{slog.LevelKey: true, slog.MessageKey: true, "broker": true, "reason": true}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if !keep[a.Key] {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+
+	p, reg, err := newObservedProducer(path, []producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns.Addr()})),
+		producer.WithGroupName("example"),
+		producer.WithInstanceName("example-with-config"),
+	}, logger)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := p.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Shutdown() // before the servers close
+
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = p.SendSync(ctx, primitive.NewMessage("TopicTest", fmt.Appendf(nil, "hello %d", i)))
+		cancel()
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			busy := false
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				busy = busy || l.GetValue() == "broker-b"
+			}
+			if v := m.GetCounter().GetValue(); v > 0 && (busy || mf.GetName() == "mqfault_sends_total") {
+				fmt.Printf("%s{%s} %v\n", mf.GetName(), strings.Join(labels, ","), v)
+			}
+		}
+	}
+	// Output:
+	// level=WARN msg="mqfault: broker isolated" broker=broker-b reason=failure
+	// mqfault_attempts_total{broker="broker-b",outcome="busy",producer="orders"} 1
+	// mqfault_isolations_total{broker="broker-b",producer="orders",reason="failure"} 1
+	// mqfault_sends_total{kind="sync",producer="orders",result="answered"} 10
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/observe/setup"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -53,6 +54,10 @@ type Producer struct {
 	prodOpts []mqproducer.Option
 	clock    latency.Clock
 	log      *slog.Logger
+	obs      setup.Observers // the logger's records, the metrics, WithObservers'
+	// unregister unregisters the metrics: once, when Shutdown is done or
+	// NewProducer fails.
+	unregister func()
 
 	sender  atomic.Pointer[mqproducer.Producer] // set by Start
 	running atomic.Bool
@@ -109,41 +114,58 @@ func NewProducer(clientOpts []producer.Option, opts ...Option) (*Producer, error
 	all = append(all, producer.WithRetry(0), producer.WithQueueSelector(p.sel))
 	cp, err := rocketmq.NewProducer(all...)
 	if err != nil {
+		_ = p.strat.Close()
+		p.unregister()
 		return nil, err
 	}
 	p.Producer, p.client = cp, cp
 	return p, nil
 }
 
-// newProducer builds the wrapper over client (set later when nil), with its
-// selector, routes, address book and strategy.
+// newProducer checks the options and builds the wrapper over client (set
+// later when nil), with its selector, routes, address book, observers
+// (metrics registered) and strategy.
 func newProducer(client Client, o options) (*Producer, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	if _, err := mqproducer.NewPolicy(o.send, o.strategy.Mode); err != nil {
 		return nil, err
 	}
+	obs, unregister, err := setup.New(o.observed(), o.observability(), o.clock)
+	switch {
+	case errors.Is(err, setup.ErrDuplicateMetrics):
+		return nil, fmt.Errorf("rocketmqgo: WithMetrics: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("rocketmqgo: %w", err)
+	}
 	p := &Producer{
-		client:   client,
-		cfg:      o.send,
-		prodOpts: o.prodOpts,
-		clock:    o.clock,
-		log:      o.log,
-		refresh:  make(chan struct{}, 1),
-		shutDone: make(chan struct{}),
+		client:     client,
+		cfg:        o.send,
+		prodOpts:   o.prodOpts,
+		clock:      o.clock,
+		log:        o.log,
+		obs:        obs,
+		unregister: unregister,
+		refresh:    make(chan struct{}, 1),
+		shutDone:   make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.routes = &clientRoutes{probe: p.probe, changed: p.routeChanged, log: o.log}
 	p.sel = newSelector(p.routes.learn)
 	p.addrs = newAddressBook(p.routes, o.log)
-	stratOpts := append([]latency.Option{
+	stratOpts := []latency.Option{
 		latency.WithClock(o.clock),
-		latency.WithLogger(o.log),
 		latency.WithResolver(p.addrs),
 		latency.WithServiceDetector(guardedDetector{d: o.detector, addrs: p.addrs}),
-	}, o.stratOpts...)
-	strat, err := latency.NewStrategy(o.strategy, stratOpts...)
+	}
+	stratOpts = append(stratOpts, obs.StrategyOptions()...)
+	strat, err := latency.NewStrategy(o.strategy, append(stratOpts, o.stratOpts...)...)
 	if err != nil {
+		unregister()
 		return nil, err
 	}
+	obs.Watch(strat)
 	p.strat = strat
 	return p, nil
 }
@@ -173,7 +195,8 @@ func (p *Producer) Start() error {
 	if err := p.client.Start(); err != nil {
 		return err
 	}
-	prodOpts := append([]mqproducer.Option{mqproducer.WithClock(p.clock), mqproducer.WithLogger(p.log)}, p.prodOpts...)
+	prodOpts := append([]mqproducer.Option{mqproducer.WithClock(p.clock)}, p.obs.ProducerOptions()...)
+	prodOpts = append(prodOpts, p.prodOpts...)
 	sender, err := mqproducer.New(transport{p}, p.routes, p.strat, p.cfg, prodOpts...)
 	if err != nil {
 		_ = p.client.Shutdown()
@@ -209,6 +232,7 @@ func (p *Producer) Shutdown() error {
 		p.cancel()
 		err := p.client.Shutdown()
 		_ = p.strat.Close()
+		p.unregister()
 		close(p.shutDone)
 		return err
 	}
@@ -219,6 +243,7 @@ func (p *Producer) Shutdown() error {
 	p.cancel()
 	p.wg.Wait()
 	err = errors.Join(err, p.strat.Close(), p.client.Shutdown())
+	p.unregister()
 	close(p.shutDone)
 	return err
 }
