@@ -660,7 +660,7 @@ td.same { color: #555; font-style: italic; }
 tr.abl > td { background: #f4f4f4; }
 tr.abl > td:first-child { padding-left: 1.3em; }
 tr.group > td { background: #fff; color: #555; font-style: italic; white-space: normal; border-bottom: none; padding-top: 0.6em; }
-table.verdict td[class^="v-"] { white-space: normal; min-width: 15em; max-width: 32em; }
+table.verdict td[class^="v-"] { white-space: normal; min-width: 26em; max-width: 36em; }
 td.v-better { color: #0a5d00; } td.v-worse { color: #a00000; } td.v-base { color: #555; font-style: italic; }
 .sw { display: inline-block; width: 1.6em; height: 0.6em; margin: 0 0.3em 0.1em 0; vertical-align: middle; }
 .ln { display: inline-block; width: 2em; margin: 0 0.3em 0.2em 0; vertical-align: middle; border-top-width: 3px; border-top-style: solid; }
