@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/sim"
 	"github.com/mqfault/mqfault/pkg/sim/report"
 )
@@ -42,7 +45,12 @@ counted per seed.
 --ablation adds, after mqfault, the preset with each of its policies past
 the reference switched off in turn (a row equal to mqfault's in every
 number is folded into a note); --strategies takes these names too:
-%s.`, strings.Join(sim.StrategyNames(), ", "), wrapList(sim.AblationNames(), 76)),
+%s.
+
+--config FILE adds your own configuration as the last row, named after the
+file (--config mine.yaml: a row "mine"): the YAML or JSON file of
+pkg/config with the MQFAULT_ variables over it, as config.Load reads it
+for a producer. The scenario's send_timeout replaces its timeout.`, strings.Join(sim.StrategyNames(), ", "), wrapList(sim.AblationNames(), 76)),
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			var o simOptions
 			fs.StringVar(&o.scenario, "scenario", "", "YAML scenario `FILE`, or - for standard input (default: the embedded scenario)")
@@ -51,6 +59,7 @@ number is folded into a note); --strategies takes these names too:
 			fs.StringVar(&o.report, "report", "", "also write an HTML report with charts to `FILE.html`")
 			fs.StringVar(&o.strategies, "strategies", "", "comma-separated `NAMES` of the strategies to run, ablations' too (default: "+strings.Join(sim.StrategyNames(), ", ")+")")
 			fs.BoolVar(&o.ablation, "ablation", false, "also run the mqfault preset with each of its policies switched off in turn, after mqfault")
+			fs.StringVar(&o.config, "config", "", "also run your mqfault configuration `FILE` (YAML or JSON, the MQFAULT_ variables over it), a row named after the file")
 			fs.BoolVar(&o.printScenario, "print-scenario", false, "print the scenario's YAML (--scenario's, else the embedded one) and exit")
 			fs.StringVar(&o.family, "family", "", "YAML scenario family `FILE` (or - for standard input): draw --runs scenarios from it and judge every strategy on each")
 			fs.IntVar(&o.runs, "runs", 20, "with --family: the `N` scenarios to draw")
@@ -93,6 +102,7 @@ type simOptions struct {
 	seed                          uint64
 	json, printScenario, ablation bool
 	family, baseline, keep, seeds string
+	config                        string
 	runs                          int
 	familySeed                    uint64
 	set                           []string // the flags given
@@ -113,7 +123,7 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		return usageErrorf("unexpected argument %q (a scenario file is given with --scenario)", args[0])
 	}
 	if o.printScenario {
-		for _, n := range []string{"seed", "json", "report", "strategies", "ablation"} {
+		for _, n := range []string{"seed", "json", "report", "strategies", "ablation", "config"} {
 			if o.given(n) {
 				return usageErrorf("--print-scenario prints the scenario as written and exits: --%s does not apply", n)
 			}
@@ -165,6 +175,17 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		if strats, err = sim.InsertAblations(strats); err != nil {
 			return usageErrorf("--ablation: %w (add it to --strategies)", err)
 		}
+	}
+
+	if o.config != "" {
+		mine, err := configStrategy(o.config)
+		if err != nil {
+			return err
+		}
+		if strats == nil {
+			strats = sim.Strategies()
+		}
+		strats = append(strats, mine)
 	}
 
 	var baseline sim.Baseline
@@ -257,6 +278,35 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 		fmt.Fprintln(io.stderr)
 	}
 	return nil
+}
+
+// configStrategy loads the configuration of --config (the file, the
+// MQFAULT_ variables over it) as a strategy named after the file: its base
+// name without the extension.
+func configStrategy(path string) (sim.Strategy, error) {
+	cfg, err := config.LoadEnv(path, os.Environ())
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) || !errors.Is(err, config.ErrInvalid) {
+			return sim.Strategy{}, badInput(err) // an unreadable file: "config: PATH: cannot read ..."
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "--config %s is not a valid mqfault configuration:", path)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(&b, "\n  %s", line)
+		}
+		return sim.Strategy{}, badInput(&scenarioErr{msg: b.String(), err: err})
+	}
+	base := filepath.Base(path)
+	name := strings.TrimSuffix(base, filepath.Ext(base))
+	mine, err := sim.CustomStrategy(name, "your configuration: "+path+", the MQFAULT_ variables over it", cfg.Strategy, cfg.Producer)
+	switch {
+	case errors.Is(err, sim.ErrReservedName):
+		return sim.Strategy{}, badInput(fmt.Errorf("--config %s: the row would be named %q, the name of a built-in strategy or ablation: rename the file", path, name))
+	case err != nil:
+		return sim.Strategy{}, badInput(fmt.Errorf("--config %s: the row is named after the file: %w", path, err))
+	}
+	return mine, nil
 }
 
 // readScenario reads the scenario named by --scenario: a file, or standard

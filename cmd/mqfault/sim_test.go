@@ -129,6 +129,12 @@ func TestSimJSON(t *testing.T) {
 				Attempts int64 `json:"attempts"`
 				Failures int64 `json:"failures"`
 			} `json:"brokers"`
+			Timeline map[string]struct {
+				Isolated         [][2]float64 `json:"isolated_s"`
+				Unreachable      [][2]float64 `json:"unreachable_s"`
+				StillIsolated    bool         `json:"still_isolated"`
+				StillUnreachable bool         `json:"still_unreachable"`
+			} `json:"timeline"`
 		} `json:"strategies"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(outs[0].Bytes()))
@@ -139,10 +145,17 @@ func TestSimJSON(t *testing.T) {
 	if got.Scenario != "cli" || got.Seed != 2 || len(got.Strategies) < 4 || got.Strategies[0].Name != "off" {
 		t.Errorf("JSON = %+v, want scenario cli, seed 2, off first among 4 or more strategies", got)
 	}
+	isolatedB := false
 	for _, s := range got.Strategies {
-		if s.Sends != s.Succeeded+s.Failed || len(s.Brokers) != 2 || s.LatencyMS.P50 <= 0 {
+		if s.Sends != s.Succeeded+s.Failed || len(s.Brokers) != 2 || s.LatencyMS.P50 <= 0 || s.Timeline == nil {
 			t.Errorf("strategy %+v: inconsistent", s)
 		}
+		if b, ok := s.Timeline["b"]; ok && len(b.Isolated) > 0 && b.Isolated[0][0] >= 1 {
+			isolatedB = true
+		}
+	}
+	if !isolatedB {
+		t.Error("no strategy's timeline isolates b, which is down from 1 s")
 	}
 }
 

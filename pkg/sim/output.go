@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,34 @@ type jsonStrategy struct {
 	LatencyMS            jsonLatency           `json:"latency_ms"`
 	Brokers              map[string]jsonBroker `json:"brokers"`            // encoding/json sorts the keys
 	Ablation             *jsonAblation         `json:"ablation,omitempty"` // ablations only
+	// Timeline is Result.Timeline: the brokers the fault table ever held
+	// isolated or unreachable, by name (encoding/json sorts the keys).
+	Timeline map[string]jsonTimeline `json:"timeline"`
+}
+
+// jsonTimeline is a BrokerTimeline: its spans as [from, to] pairs in
+// seconds of virtual time to the microsecond, and whether the last one was
+// still open at the end of the run.
+type jsonTimeline struct {
+	Isolated         [][2]float64 `json:"isolated_s"`
+	Unreachable      [][2]float64 `json:"unreachable_s"`
+	StillIsolated    bool         `json:"still_isolated"`
+	StillUnreachable bool         `json:"still_unreachable"`
+}
+
+// jsonSpans turns spans into [from, to] pairs of seconds (an empty list for
+// none).
+func jsonSpans(spans []Span) [][2]float64 {
+	out := make([][2]float64, len(spans))
+	for i, s := range spans {
+		out[i] = [2]float64{jsonSeconds(s.From), jsonSeconds(s.To)}
+	}
+	return out
+}
+
+// jsonSeconds converts d to seconds rounded to the microsecond.
+func jsonSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)/time.Microsecond) / 1e6
 }
 
 // jsonAblation marks an ablation's row: the strategy it changes, the policy
@@ -72,10 +101,14 @@ func ms(d time.Duration) float64 {
 //	  "latency_ms": {"p50": X, "p99": X, "p999": X, "max": X},
 //	  "brokers": {NAME: {"attempts": N, "failures": N}},
 //	  ["ablation": {"of": NAME, "off": POLICY, "same_as_base": BOOL}]  (ablations only)
+//	  "timeline": {NAME: {"isolated_s": [[FROM, TO], ...], "unreachable_s": [[FROM, TO], ...],
+//	    "still_isolated": BOOL, "still_unreachable": BOOL}}
 //	}, ...]}
 //
-// with brokers sorted by name and latencies in milliseconds to the
-// microsecond, so one seed always gives the same bytes.
+// with brokers sorted by name, latencies in milliseconds to the
+// microsecond, and the isolation timeline (Result.Timeline) in seconds of
+// virtual time to the microsecond, only for the brokers ever isolated or
+// unreachable, so one seed always gives the same bytes.
 func (r *Report) MarshalJSON() ([]byte, error) {
 	out := jsonReport{Seed: r.Seed, Strategies: make([]jsonStrategy, 0, len(r.Results))}
 	if r.Scenario != nil {
@@ -96,6 +129,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		for _, b := range res.Brokers {
 			s.Brokers[b.Name] = jsonBroker{Attempts: b.Attempts, Failures: b.Failures}
 		}
+		s.Timeline = make(map[string]jsonTimeline)
+		for _, tl := range res.Timeline {
+			if len(tl.Isolated) > 0 || len(tl.Unreachable) > 0 {
+				s.Timeline[tl.Name] = jsonTimeline{Isolated: jsonSpans(tl.Isolated), Unreachable: jsonSpans(tl.Unreachable),
+					StillIsolated: tl.StillIsolated, StillUnreachable: tl.StillUnreachable}
+			}
+		}
 		if res.Ablated.Of != "" {
 			_, same := r.SameAsBase(i)
 			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same != Differs}
@@ -105,7 +145,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// WriteJSON writes the report's JSON, indented by two spaces, and a newline.
+// WriteJSON writes the report's JSON, indented by two spaces (a timeline
+// span's two numbers on one line), and a newline.
 func (r *Report) WriteJSON(w io.Writer) error {
 	raw, err := r.MarshalJSON()
 	if err != nil {
@@ -116,9 +157,13 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return err
 	}
 	buf.WriteByte('\n')
-	_, err = w.Write(buf.Bytes())
+	_, err = w.Write(spanPair.ReplaceAll(buf.Bytes(), []byte("[$1, $2]")))
 	return err
 }
+
+// spanPair matches a timeline span as json.Indent lays it out, over four
+// lines, so WriteJSON can put each span on one.
+var spanPair = regexp.MustCompile(`\[\s+(-?[0-9][0-9.e+-]*),\s+(-?[0-9][0-9.e+-]*)\s+\]`)
 
 // WriteTable writes the scenario's summary and one row per strategy: sends,
 // succeeded, failed, attempts, first-attempt failures, whole-send latency

@@ -21,26 +21,23 @@ import (
 	"github.com/mqfault/mqfault/pkg/sim"
 )
 
-// palette holds the line colours of brokers and strategies (colour-blind
-// safe, after Okabe and Ito).
-var palette = []color.RGBA{
+// The page's colours come in three sets that no two colours are alike
+// across (TestReportPalettes holds them at least 15 CIE76 units apart): the
+// strategies' lines are saturated colours of middle or low lightness, the
+// brokers' fills (fault windows, shares of the attempts) light tints, and
+// the timeline's states greys. So a broker's colour is never read as a
+// strategy's or a state's.
+
+// strategyPalette holds the strategies' line colours (colour-blind safe:
+// Okabe and Ito's first five, then after Paul Tol's muted scheme and
+// ColorBrewer's dark ones), one for each strategy of a run with every
+// ablation: five strategies, thirteen ablations and one of the user's.
+var strategyPalette = []color.RGBA{
 	{0x00, 0x72, 0xB2, 0xff}, // blue
 	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
 	{0x00, 0x9E, 0x73, 0xff}, // bluish green
 	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
 	{0xE6, 0x9F, 0x00, 0xff}, // orange
-	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
-	{0x00, 0x00, 0x00, 0xff}, // black
-	{0xF0, 0xE4, 0x42, 0xff}, // yellow
-}
-
-func colorOf(i int) color.RGBA { return palette[i%len(palette)] }
-
-// strategyPalette holds the strategies' line colours: the palette's, then
-// ten more (after Paul Tol's muted scheme, colour-blind safe, none close
-// to the first eight), so a run with every ablation (five strategies and
-// thirteen ablations) draws every line in a colour of its own.
-var strategyPalette = append(slices.Clone(palette), []color.RGBA{
 	{0x33, 0x22, 0x88, 0xff}, // indigo
 	{0x88, 0x22, 0x55, 0xff}, // wine
 	{0x99, 0x99, 0x33, 0xff}, // olive
@@ -49,27 +46,41 @@ var strategyPalette = append(slices.Clone(palette), []color.RGBA{
 	{0xCC, 0x66, 0x77, 0xff}, // rose
 	{0x11, 0x77, 0x33, 0xff}, // green
 	{0xAA, 0x44, 0x99, 0xff}, // purple
-	{0x88, 0x88, 0x88, 0xff}, // grey
-	{0xDD, 0xCC, 0x77, 0xff}, // sand
-}...)
-
-// strategyColor returns the line colour of the strategy at index i of the
-// report (black for -1, a chart of one strategy).
-func strategyColor(i int) color.RGBA {
-	if i < 0 {
-		return color.RGBA{A: 0xff}
-	}
-	return strategyPalette[i%len(strategyPalette)]
+	{0xEE, 0x33, 0x77, 0xff}, // magenta
+	{0x99, 0x77, 0x00, 0xff}, // gold
+	{0x6A, 0x3D, 0x9A, 0xff}, // violet
+	{0x66, 0xA6, 0x1E, 0xff}, // leaf green
+	{0x00, 0x99, 0xBB, 0xff}, // cyan
+	{0x8C, 0x51, 0x0A, 0xff}, // ochre
 }
 
-// The colours of the timeline and of the fault bands. They are not in the
-// palette's order of use, so a broker's colour is never read as a state.
+// strategyColor returns the line colour of the strategy at index i of the
+// report.
+func strategyColor(i int) color.RGBA { return strategyPalette[i%len(strategyPalette)] }
+
+// brokerPalette holds the brokers' fill colours: light tints (after
+// ColorBrewer's Set3), each dark enough to show on white.
+var brokerPalette = []color.RGBA{
+	{0x8D, 0xD3, 0xC7, 0xff}, // mint
+	{0xBE, 0xBA, 0xDA, 0xff}, // lavender
+	{0xFB, 0x80, 0x72, 0xff}, // salmon
+	{0x80, 0xB1, 0xD3, 0xff}, // light blue
+	{0xFD, 0xB4, 0x62, 0xff}, // light orange
+	{0xB3, 0xDE, 0x69, 0xff}, // light green
+	{0xFC, 0xCD, 0xE5, 0xff}, // pink
+	{0xFF, 0xED, 0x6F, 0xff}, // yellow
+}
+
+// brokerColor returns the colour of the broker at index i of the scenario.
+func brokerColor(i int) color.RGBA { return brokerPalette[i%len(brokerPalette)] }
+
+// The timeline's states and the fault bands, in greys.
 var (
 	faultBand      = color.RGBA{0xdd, 0xdd, 0xdd, 0xff} // some broker has a fault window
 	laneFault      = color.RGBA{0xe4, 0xe4, 0xe4, 0xff} // this broker's fault window
-	isolatedColor  = color.RGBA{0x00, 0x5A, 0x8C, 0xff} // dark blue
-	releaseColor   = color.RGBA{0x00, 0x00, 0x00, 0xff}
-	unreachableCol = color.RGBA{0xD5, 0x5E, 0x00, 0xff} // vermillion
+	isolatedColor  = color.RGBA{0x5C, 0x5C, 0x5C, 0xff} // mid grey
+	unreachableCol = color.RGBA{0x1F, 0x1F, 0x1F, 0xff} // near black
+	releaseColor   = color.RGBA{0xff, 0xff, 0xff, 0xff} // a white cut through the isolated bar
 )
 
 // secondTicks labels the time axis every 1, 2, 5 or 10 s (or a coarser
@@ -136,6 +147,47 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 
 func fmtTick(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// countTicks labels a count axis in whole numbers: every 1, 2 or 5 times a
+// power of ten, the finest such step that gives at most six labels, with a
+// mark between two labels when the step is even. Only ticks inside the
+// range are returned.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := int64(1) // 1, 2, 5, 10, 20, 50, ...
+	for k := 0; float64(step)*5 < hi-lo; k++ {
+		if k%3 == 1 {
+			step = step / 2 * 5
+		} else {
+			step *= 2
+		}
+	}
+	var ticks []plot.Tick
+	for v := int64(math.Ceil(lo/float64(step))) * step; float64(v) <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: float64(v), Label: strconv.FormatInt(v, 10)})
+		if half := float64(v) + float64(step)/2; step%2 == 0 && half <= hi {
+			ticks = append(ticks, plot.Tick{Value: half})
+		}
+	}
+	return ticks
+}
+
+// percentTicks labels a share axis from 0 to 1 in percent, every 25%.
+type percentTicks struct{}
+
+func (percentTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for p := 0; p <= 100; p += 25 {
+		if v := float64(p) / 100; v >= lo && v <= hi {
+			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.Itoa(p) + "%"})
+		}
+	}
+	return ticks
 }
 
 // Chart sizes: every chart is chartWidth wide; line charts are lineHeight

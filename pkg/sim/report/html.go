@@ -42,6 +42,8 @@ type htmlSwatch struct {
 type htmlRow struct {
 	Name, Summary                                  string
 	SameAs                                         string // for an ablation with its base's numbers: the folded row's one cell
+	Ablation                                       bool   // an ablation beside its base: the row is set apart
+	Group                                          string // the strategy whose ablations begin at this row
 	Sends, Succeeded, Failed, Attempts, FirstFails int64
 	P50, P99, P999, Max, Unhealthy                 string
 	Retries, Refused, Busy, Shed, InFlight         int64
@@ -52,6 +54,17 @@ type htmlEvent struct {
 	Color                template.CSS
 }
 
+// htmlBroker is a broker's row of the scenario section: what it is before
+// any fault.
+type htmlBroker struct {
+	Name                   string
+	Color                  template.CSS
+	Queues                 int
+	Median, P99            string
+	Capacity, PastCapacity string
+	Load                   string // its share of the offered load, by its queues
+}
+
 // htmlChart is one chart of the page: its title, legend and notes, and the
 // SVG (filled in by alignCharts).
 type htmlChart struct {
@@ -60,21 +73,27 @@ type htmlChart struct {
 	Notes  []string
 	SVG    template.HTML
 	chart  *chart
+	lanes  []string // the brokers a lane chart draws, top to bottom
 }
 
 type htmlStrategy struct {
 	Name, Summary        string
-	SameAs               string // folded into this strategy's section: no charts of its own
+	SameAs               string       // folded into this strategy's section: no charts of its own
+	Brokers              []htmlSwatch // the brokers its share chart draws
 	Timeline, Share, P99 *htmlChart
 }
 
 type htmlPage struct {
 	Title       string
 	Summary     string
+	Verdict     *htmlVerdict
 	Open        bool // the scenario's load is open: the table has its columns
+	Columns     int  // of the results table
+	BrokerRows  []htmlBroker
+	Capacity    string // the brokers' capacity against the offered load
 	Events      []htmlEvent
 	Rows        []htmlRow
-	Brokers     []htmlSwatch
+	Brokers     []htmlSwatch // those the fault windows chart draws
 	Faults      *htmlChart
 	All         []*htmlChart
 	AllNotes    []string
@@ -98,15 +117,30 @@ type timelineKey struct {
 	Isolated, Release, Unreachable, Fault template.CSS
 }
 
+// rowKind is how the tables show a result.
+type rowKind struct {
+	folded   bool   // an ablation with its base's numbers: one cell in the results table, no verdict row
+	ablation bool   // an ablation beside its base: its rows are set apart
+	group    string // the base whose ablations begin at this row
+}
+
+// p99Scale is the one y range of every p99 chart of a page, in ms.
+type p99Scale struct{ lo, hi float64 }
+
 // WriteHTML writes rep as one self-contained HTML page (no script,
-// no external resource): the scenario and its fault windows, the table, and
-// charts drawn with gonum/plot as inline SVG, every one on one time axis
-// whose data areas line up: the fault windows, one lane per broker; sends,
-// failed sends and p99 per second for every strategy, a line each (a line
-// identical to an earlier one dashed over it and named so in the legend);
-// then per strategy its isolation timeline (a lane per broker: isolated,
-// released, unreachable), each broker's share of the attempts, stacked, and
-// the p99. Line charts shade the union of the fault windows in grey.
+// no external resource): first the verdict (who won, by sim.DefaultRule,
+// against v5 and v5+detector), then the scenario (each broker's queues,
+// latency and capacity, and the fault windows), the table, and charts drawn
+// with gonum/plot as inline SVG, every one on one time axis whose data areas
+// line up: the fault windows, one lane per broker; sends, failed sends,
+// retries, busy answers and p99 per second for every strategy, a line each
+// (a line identical to an earlier one dashed over it and named so in the
+// legend); then per strategy, each chart titled with it, its isolation
+// timeline (a lane per broker: isolated, released, unreachable), each
+// broker's share of the attempts, stacked, and the p99, every p99 chart on
+// one scale. Line charts shade the union of the fault windows in grey.
+// Brokers, strategies and timeline states have colours of three sets
+// unlike each other.
 func WriteHTML(w io.Writer, r *sim.Report) error {
 	sc := r.Scenario
 	if sc == nil || len(r.Results) == 0 {
@@ -114,31 +148,44 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 	}
 	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0],
 		TimelineKey: timelineKey{Isolated: cssColor(isolatedColor), Release: cssColor(releaseColor), Unreachable: cssColor(unreachableCol), Fault: cssColor(laneFault)},
-		FaultBand:   cssColor(faultBand), Open: sc.Load == sim.LoadOpen}
+		FaultBand:   cssColor(faultBand), Open: sc.Load == sim.LoadOpen, Columns: 14}
+	if page.Open {
+		page.Columns = 16
+	}
+	page.BrokerRows, page.Capacity = brokerRows(sc)
 	index := map[string]int{}
 	for i, b := range sc.Brokers {
 		index[b.Name] = i
-		page.Brokers = append(page.Brokers, htmlSwatch{Name: b.Name, Color: cssColor(colorOf(i))})
 	}
 	for _, e := range sc.Events {
 		page.Events = append(page.Events, htmlEvent{Broker: e.Broker, Window: fmtSec(e.At) + " – " + fmtSec(e.End()),
-			What: e.Describe(), Color: cssColor(colorOf(index[e.Broker]))})
+			What: e.Describe(), Color: cssColor(brokerColor(index[e.Broker]))})
 	}
 	// An ablation with its base's numbers has its row folded; one with
 	// its base's run too (sameAs) has no charts of its own either.
 	sameAs := make([]string, len(r.Results))
 	rowAs := make([]string, len(r.Results))
+	kinds := make([]rowKind, len(r.Results))
 	for i := range r.Results {
-		switch b, same := r.SameAsBase(i); same {
+		b, same := r.SameAsBase(i)
+		switch same {
 		case sim.SameRun:
 			sameAs[i], rowAs[i] = r.Results[b].Name, "the same as "+r.Results[b].Name+" in every number: the policy changed nothing here"
 		case sim.SameNumbers:
 			rowAs[i] = "the same numbers as " + r.Results[b].Name + "; a different run over time (its charts below)"
 		}
+		if b >= 0 {
+			kinds[i] = rowKind{folded: same != sim.Differs, ablation: true}
+			if of := r.Results[i].Ablated.Of; i == 0 || r.Results[i-1].Ablated.Of != of {
+				kinds[i].group = of
+			}
+		}
 	}
+	page.Verdict = verdict(r, kinds)
 	for i, res := range r.Results {
 		page.Rows = append(page.Rows, htmlRow{
-			Name: res.Name, Summary: res.Summary, SameAs: rowAs[i], Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
+			Name: res.Name, Summary: res.Summary, SameAs: rowAs[i], Ablation: kinds[i].ablation, Group: kinds[i].group,
+			Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
 			P50: sim.FormatMS(res.Latency.P50), P99: sim.FormatMS(res.Latency.P99), P999: sim.FormatMS(res.Latency.P999), Max: sim.FormatMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
@@ -146,10 +193,14 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 		})
 	}
 	seconds := r.Results[0].Series.Seconds
+	scale := p99Range(r.Results)
 	var charts []*htmlChart
 	page.Faults = faultChart(sc, seconds)
 	if page.Faults != nil {
 		charts = append(charts, page.Faults)
+		for _, name := range page.Faults.lanes {
+			page.Brokers = append(page.Brokers, htmlSwatch{Name: name, Color: cssColor(brokerColor(index[name]))})
+		}
 	}
 	// The strategy charts: every strategy but the ablations beside their
 	// base, which get charts of their own with the base (folded ones none).
@@ -168,7 +219,7 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 		}
 	}
 	var err error
-	if page.All, err = strategyCharts(sc, seconds, r.Results, main); err != nil {
+	if page.All, err = strategyCharts(sc, seconds, r.Results, main, scale); err != nil {
 		return err
 	}
 	if len(bases) > 0 {
@@ -196,7 +247,7 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 			}
 		}
 		if len(abl) > 0 {
-			if page.Ablations.Charts, err = strategyCharts(sc, seconds, r.Results, idx); err != nil {
+			if page.Ablations.Charts, err = strategyCharts(sc, seconds, r.Results, idx, scale); err != nil {
 				return err
 			}
 		}
@@ -210,8 +261,16 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 		}
 		hs := htmlStrategy{Name: res.Name, Summary: res.Summary, Timeline: timelineChart(sc, seconds, &res)}
 		hs.Share = shareChart(sc, &res)
-		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale)", []sim.Result{res}, []int{-1}); err != nil {
+		for b, br := range res.Brokers {
+			if br.Attempts > 0 {
+				hs.Brokers = append(hs.Brokers, htmlSwatch{Name: br.Name, Color: cssColor(brokerColor(b))})
+			}
+		}
+		if hs.P99, err = p99Chart(sc, seconds, "p99 latency per second (log scale, one scale for every strategy)", r.Results, []int{i}, scale); err != nil {
 			return err
+		}
+		for _, c := range []*htmlChart{hs.Timeline, hs.Share, hs.P99} {
+			c.Title = res.Name + ": " + c.Title
 		}
 		page.PerStrategy = append(page.PerStrategy, hs)
 		charts = append(charts, hs.Timeline, hs.Share, hs.P99)
@@ -234,9 +293,67 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 	return htmlTemplate.Execute(w, page)
 }
 
+// brokerRows describes each broker before any fault, and sums the brokers'
+// capacity against the offered load ("" when no broker has a capacity).
+func brokerRows(sc *sim.Scenario) ([]htmlBroker, string) {
+	queues := sc.Queues()
+	var rows []htmlBroker
+	var total float64
+	var unlimited []string
+	for i, b := range sc.Brokers {
+		row := htmlBroker{Name: b.Name, Color: cssColor(brokerColor(i)), Queues: b.Queues,
+			Median: b.Latency.Median.String(), P99: b.Latency.P99.String(), Capacity: "unlimited", PastCapacity: "—"}
+		share := 0.0
+		if queues > 0 {
+			share = sc.Rate * float64(b.Queues) / float64(queues)
+		}
+		row.Load = fmt.Sprintf("%.0f sends/s", share)
+		switch {
+		case b.Capacity <= 0:
+			unlimited = append(unlimited, b.Name)
+		case b.QueueWait > 0:
+			row.Capacity = fmt.Sprintf("%g sends/s", b.Capacity)
+			row.PastCapacity = fmt.Sprintf("waits in a send queue served in order; SYSTEM_BUSY after %s", b.QueueWait)
+		default:
+			row.Capacity = fmt.Sprintf("%g sends/s", b.Capacity)
+			row.PastCapacity = "answered SYSTEM_BUSY past a 50 ms burst"
+		}
+		if b.Capacity > 0 {
+			total += b.Capacity
+			row.Load += fmt.Sprintf(" (%.0f%% of its capacity)", 100*share/b.Capacity)
+		}
+		rows = append(rows, row)
+	}
+	offered := fmt.Sprintf("%g sends/s offered", sc.Rate)
+	switch {
+	case len(unlimited) == len(sc.Brokers):
+		return rows, ""
+	case len(unlimited) > 0:
+		return rows, fmt.Sprintf("Capacity: unlimited (%s without a limit), %g sends/s on the others, for %s.", nameList(unlimited), total, offered)
+	}
+	return rows, fmt.Sprintf("Capacity: %g sends/s in all, for %s (%.0f%%).", total, offered, 100*sc.Rate/total)
+}
+
+// p99Range returns the one y range of the page's p99 charts: the lowest and
+// highest p99 of any second of any result, with room above and below.
+func p99Range(results []sim.Result) p99Scale {
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range results {
+		for _, d := range r.Series.P99 {
+			if d > 0 {
+				lo, hi = min(lo, ms(d)), max(hi, ms(d))
+			}
+		}
+	}
+	if hi == 0 {
+		lo, hi = 1, 10
+	}
+	return p99Scale{lo: lo / 1.5, hi: hi * 1.5}
+}
+
 // strategyCharts draws the per-second charts and the p99 chart of the
 // results at the given indices, each line in the colour of its index.
-func strategyCharts(sc *sim.Scenario, seconds int, results []sim.Result, idx []int) ([]*htmlChart, error) {
+func strategyCharts(sc *sim.Scenario, seconds int, results []sim.Result, idx []int, scale p99Scale) ([]*htmlChart, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
@@ -257,18 +374,15 @@ func strategyCharts(sc *sim.Scenario, seconds int, results []sim.Result, idx []i
 		}
 		out = append(out, hc)
 	}
-	chosen := make([]sim.Result, len(idx))
-	for k, i := range idx {
-		chosen[k] = results[i]
-	}
-	p99, err := p99Chart(sc, seconds, "p99 latency of the sends started in each second (log scale)", chosen, idx)
+	p99, err := p99Chart(sc, seconds, "p99 latency of the sends started in each second (log scale)", results, idx, scale)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, p99), nil
 }
 
-// countChart draws a per-second count, a line per strategy, from zero.
+// countChart draws a per-second count, a line per strategy, from zero, its
+// axis labelled in whole numbers.
 func countChart(sc *sim.Scenario, seconds int, ps perSecond, lines []line) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, ps.ylabel)
 	top := 1.0
@@ -278,6 +392,7 @@ func countChart(sc *sim.Scenario, seconds int, ps perSecond, lines []line) (*htm
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, niceCeil(top*1.04)
+	p.Y.Tick.Marker = countTicks{}
 	legend, err := addLines(p, lines)
 	if err != nil {
 		return nil, err
@@ -304,40 +419,32 @@ func niceCeil(v float64) float64 {
 	return scale(100)
 }
 
-// p99Chart plots the p99 of each second for the given results, on a log
-// scale, in milliseconds, each in the colour of the strategy of its index
-// in at (strategyColor; -1 is black), by default its index in results.
-func p99Chart(sc *sim.Scenario, seconds int, title string, results []sim.Result, at []int) (*htmlChart, error) {
+// p99Chart plots the p99 of each second of the results at idx, on the
+// page's log scale, in milliseconds, each in its strategy's colour; the
+// legend only when there is more than one line.
+func p99Chart(sc *sim.Scenario, seconds int, title string, results []sim.Result, idx []int, scale p99Scale) (*htmlChart, error) {
 	p := newLineChart(sc, seconds, "p99 ms")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
-	lo, hi := math.Inf(1), 0.0
-	lines := make([]line, len(results))
-	for i, r := range results {
+	p.Y.Min, p.Y.Max = scale.lo, scale.hi
+	lines := make([]line, len(idx))
+	for k, i := range idx {
+		r := &results[i]
 		ys := make([]float64, len(r.Series.P99))
 		for s, d := range r.Series.P99 {
 			ys[s] = math.NaN()
 			if d > 0 {
 				ys[s] = ms(d)
-				lo, hi = min(lo, ys[s]), max(hi, ys[s])
 			}
 		}
-		c := i
-		if at != nil {
-			c = at[i]
-		}
-		lines[i] = line{name: r.Name, color: strategyColor(c), ys: ys}
+		lines[k] = line{name: r.Name, color: strategyColor(i), ys: ys}
 	}
-	if hi == 0 {
-		lo, hi = 1, 10
-	}
-	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
 	legend, err := addLines(p, lines)
 	if err != nil {
 		return nil, err
 	}
 	hc := &htmlChart{Title: title, chart: &chart{p: p, h: lineHeight}}
-	if len(results) > 1 {
+	if len(idx) > 1 {
 		hc.Legend = legend
 	}
 	return hc, nil
@@ -347,8 +454,9 @@ func p99Chart(sc *sim.Scenario, seconds int, title string, results []sim.Result,
 func shareChart(sc *sim.Scenario, r *sim.Result) *htmlChart {
 	p := newLineChart(sc, r.Series.Seconds, "share of attempts")
 	p.Y.Min, p.Y.Max = 0, 1
-	p.Add(stack{series: &r.Series, colors: palette})
-	return &htmlChart{Title: "Each broker's share of the attempts, per second (stacked, in the order of the legend from the bottom)",
+	p.Y.Tick.Marker = percentTicks{}
+	p.Add(stack{series: &r.Series, colors: brokerPalette})
+	return &htmlChart{Title: "each broker's share of the attempts, per second (stacked, in the order of the legend from the bottom)",
 		chart: &chart{p: p, h: lineHeight}}
 }
 
@@ -387,7 +495,7 @@ func faultChart(sc *sim.Scenario, seconds int) *htmlChart {
 		if !ok || l >= len(names) {
 			continue
 		}
-		c := colorOf(index[e.Broker])
+		c := brokerColor(index[e.Broker])
 		from, to := secs(e.At), secs(e.End())
 		if e.State != sim.StateFlapping {
 			bars.bars = append(bars.bars, laneBar{lane: l, lanes: len(names), from: from, to: to, lo: 0.1, hi: 0.9, color: c,
@@ -402,7 +510,7 @@ func faultChart(sc *sim.Scenario, seconds int) *htmlChart {
 		}
 	}
 	ch.p.Add(bars)
-	return &htmlChart{Title: "Fault windows, a lane per broker", Notes: notes, chart: ch}
+	return &htmlChart{Title: "Fault windows, a lane per broker", Notes: notes, chart: ch, lanes: names}
 }
 
 // blend pales a colour channel towards white.
@@ -435,7 +543,7 @@ func timelineChart(sc *sim.Scenario, seconds int, r *sim.Result) *htmlChart {
 	}
 	if len(shown) == 0 {
 		notes = append(notes, "No broker had a fault window, an isolation or an unreachable mark.")
-		return &htmlChart{Title: "Isolation timeline", Notes: notes}
+		return &htmlChart{Title: "isolation timeline", Notes: notes}
 	}
 	names := make([]string, len(shown))
 	for l, i := range shown {
@@ -478,7 +586,7 @@ func timelineChart(sc *sim.Scenario, seconds int, r *sim.Result) *htmlChart {
 	case len(never) > 0:
 		notes = append(notes, "Never isolated nor unreachable: "+nameList(never)+".")
 	}
-	return &htmlChart{Title: "Isolation timeline: when the fault table held each broker isolated or unreachable", Notes: notes, chart: ch}
+	return &htmlChart{Title: "isolation timeline, when the fault table held each broker isolated or unreachable", Notes: notes, chart: ch}
 }
 
 // releases returns the times, in seconds, of the releases worth a mark:
@@ -541,39 +649,66 @@ body { font-family: Arial, Helvetica, sans-serif; margin: 1.5em auto; padding: 0
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2.2em; border-top: 1px solid #ccc; padding-top: 0.8em; }
 h3 { font-size: 1em; margin: 1.4em 0 0.3em; }
 .scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; white-space: nowrap; background: #fff; }
-th { vertical-align: bottom; }
-th.n { white-space: normal; min-width: 4.5em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; background: #fff; }
+td { white-space: nowrap; }
+th { white-space: normal; vertical-align: bottom; font-size: 0.92em; }
 tr > :first-child { position: sticky; left: 0; text-align: left; }
-@media (max-width: 800px) {
-  body { font-size: 15px; }
-  th, td { padding: 0.25em 0.4em; }
-  th.n { white-space: normal; min-width: 4em; }
-}
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.w { white-space: normal; min-width: 14em; }
 td.same { color: #555; font-style: italic; }
+tr.abl > td { background: #f4f4f4; }
+tr.abl > td:first-child { padding-left: 1.3em; }
+tr.group > td { background: #fff; color: #555; font-style: italic; white-space: normal; border-bottom: none; padding-top: 0.6em; }
+table.verdict td[class^="v-"] { white-space: normal; min-width: 26em; max-width: 36em; }
+td.v-better { color: #0a5d00; } td.v-worse { color: #a00000; } td.v-base { color: #555; font-style: italic; }
 .sw { display: inline-block; width: 1.6em; height: 0.6em; margin: 0 0.3em 0.1em 0; vertical-align: middle; }
 .ln { display: inline-block; width: 2em; margin: 0 0.3em 0.2em 0; vertical-align: middle; border-top-width: 3px; border-top-style: solid; }
 .ln.dash { border-top-style: dashed; }
-.mark { display: inline-block; width: 1px; height: 0.9em; margin: 0 0.6em -0.1em 0.4em; }
+.rel { display: inline-block; width: 0.7em; height: 0.6em; margin: 0 0 0.1em 0; vertical-align: middle; }
+.rel + .rel { margin: 0 0.3em 0.1em 2px; }
 .legend { margin: 0.2em 0; line-height: 1.7; }
 .legend span.e { white-space: nowrap; margin-right: 1.2em; }
 .note { color: #555; font-size: 0.9em; margin: 0.2em 0; }
-svg { display: block; width: 100%; max-width: 56em; height: auto; }
+code { font-size: 0.95em; }
+.chart { max-width: 56em; }
+svg { display: block; width: 100%; max-width: 100%; height: auto; }
+@media (max-width: 800px) {
+  body { font-size: 15px; padding: 0 0.5em; }
+  th, td { padding: 0.25em 0.35em; }
+  table.verdict td[class^="v-"] { min-width: 12em; }
+}
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
 <p>{{.Summary}}</p>
+{{with .Verdict}}<h2>Verdict</h2>
+<p class="best">{{.BestFailed}} {{.BestP99}}</p>
+{{range .Against}}<p class="against">{{.}}</p>
+{{end}}{{if .Missing}}<p class="note">{{.Missing}}</p>
+{{end}}<div class="scroll"><table class="verdict">
+<tr><th>strategy</th><th class="n">failed</th><th class="n">p99 ms</th>{{range .Baselines}}<th>against {{.}}</th>{{end}}</tr>
+{{range .Rows}}{{if .Group}}<tr class="group"><td colspan="{{$.Verdict.ColSpan}}">{{.Group}} with one policy switched off:</td></tr>
+{{end}}<tr{{if .Ablation}} class="abl"{{end}} title="{{.Summary}}"><td>{{.Name}}</td><td class="n">{{.Failed}}</td><td class="n">{{.P99}}</td>{{range .Cells}}<td class="v-{{.Class}}">{{.Text}}</td>{{end}}</tr>
+{{end}}</table></div>
+<p class="note">Judged by the rule of <code>mqfault sim --seeds</code> and <code>--family</code>, on the failed sends and the p99 of whole sends: {{.Rule}}.{{if .Folded}} {{.Folded}}{{end}}</p>
+{{end}}
+<h2>Scenario</h2>
+<div class="scroll"><table>
+<tr><th>broker</th><th class="n">queues</th><th class="n">latency median</th><th class="n">latency p99</th><th class="n">capacity</th><th>past its capacity</th><th class="n">its share of the load</th></tr>
+{{range .BrokerRows}}<tr><td><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</td><td class="n">{{.Queues}}</td><td class="n">{{.Median}}</td><td class="n">{{.P99}}</td><td class="n">{{.Capacity}}</td><td class="w">{{.PastCapacity}}</td><td class="n">{{.Load}}</td></tr>
+{{end}}</table></div>
+<p class="note">{{if .Capacity}}{{.Capacity}} {{end}}A broker's share of the load is what round robin over the queues gives it, with every broker up. Latency: of an attempt to a healthy broker, before any wait in its send queue.</p>
 {{if .Events}}<div class="scroll"><table>
 <tr><th>broker</th><th>window (virtual)</th><th>what happens</th></tr>
 {{range .Events}}<tr><td><span class="sw" style="background:{{.Color}}"></span>{{.Broker}}</td><td>{{.Window}}</td><td class="w">{{.What}}</td></tr>
 {{end}}</table></div>{{end}}
+<h2>Results</h2>
 <div class="scroll"><table>
 <tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}</tr>
-{{range .Rows}}<tr title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{if $.Open}}15{{else}}13{{end}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{end}}</tr>
+{{range .Rows}}{{if .Group}}<tr class="group"><td colspan="{{$.Columns}}">{{.Group}} with one policy switched off:</td></tr>
+{{end}}<tr{{if .Ablation}} class="abl"{{end}} title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{if $.Open}}15{{else}}13{{end}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{end}}</tr>
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
 slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused.
@@ -581,8 +716,8 @@ slow, busy or flapping-down at that moment. Busy answers: attempts answered SYST
 <span class="sw" style="background:{{.FaultBand}}"></span>grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>
 {{define "chart"}}<h3>{{.Title}}</h3>
 {{if .Legend}}<p class="legend">{{range .Legend}}<span class="e"><span class="ln{{if .Dashed}} dash{{end}}" style="border-top-color:{{.Color}}"></span>{{.Name}}{{if .Note}} <em>({{.Note}})</em>{{end}}</span> {{end}}</p>
-{{end}}{{.SVG}}
-{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{if .SVG}}<div class="chart">{{.SVG}}</div>
+{{end}}{{range .Notes}}<p class="note">{{.}}</p>
 {{end}}{{end}}
 {{with .Faults}}<h2>Fault windows</h2>
 <p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
@@ -598,9 +733,9 @@ slow, busy or flapping-down at that moment. Busy answers: attempts answered SYST
 <h2>{{.Name}}</h2>
 <p class="note">{{.Summary}}</p>
 {{if .SameAs}}<p class="note">The same run as {{.SameAs}} in every number (the table, the per-second series, the isolation timeline): see its charts.</p>
-{{else}}<p class="legend">{{with $.TimelineKey}}<span class="e"><span class="sw" style="background:{{.Isolated}}"></span>isolated</span> <span class="e"><span class="mark" style="background:{{.Release}}"></span>released</span> <span class="e"><span class="sw" style="background:{{.Unreachable}}"></span>unreachable</span> <span class="e"><span class="sw" style="background:{{.Fault}}"></span>the broker's fault window</span>{{end}}</p>
+{{else}}<p class="legend key">{{with $.TimelineKey}}<span class="e"><span class="sw" style="background:{{.Isolated}}"></span>isolated</span> <span class="e"><span class="rel" style="background:{{.Isolated}}"></span><span class="rel" style="background:{{.Isolated}}"></span>released, another isolation at once</span> <span class="e"><span class="sw" style="background:{{.Unreachable}}"></span>unreachable</span> <span class="e"><span class="sw" style="background:{{.Fault}}"></span>the broker's fault window</span>{{end}}</p>
 {{template "chart" .Timeline}}
-<p class="legend">{{range $.Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
+<p class="legend">{{range .Brokers}}<span class="e"><span class="sw" style="background:{{.Color}}"></span>{{.Name}}</span> {{end}}</p>
 {{template "chart" .Share}}
 {{template "chart" .P99}}
 {{end}}{{end}}

@@ -139,26 +139,27 @@ func TestReportAblationBaseMissing(t *testing.T) {
 	}
 }
 
-// TestStrategyColors: every strategy and every ablation of a full run gets
-// a line colour of its own, the first eight the palette's (so the
-// report's colours without ablations are unchanged), none white-ish.
+// TestStrategyColors: every strategy and every ablation of a full run, and
+// a configuration of the user's, gets a line colour of its own, the first
+// five as before the palettes were split (Okabe and Ito's), none pale.
 func TestStrategyColors(t *testing.T) {
-	n := len(sim.Strategies()) + len(sim.Ablations())
+	n := len(sim.Strategies()) + len(sim.Ablations()) + 1
+	if len(strategyPalette) < n {
+		t.Fatalf("%d strategy colours for %d strategies", len(strategyPalette), n)
+	}
 	seen := map[color.RGBA]int{}
+	okabeIto := []color.RGBA{{0x00, 0x72, 0xB2, 0xff}, {0xD5, 0x5E, 0x00, 0xff}, {0x00, 0x9E, 0x73, 0xff}, {0xCC, 0x79, 0xA7, 0xff}, {0xE6, 0x9F, 0x00, 0xff}}
 	for i := range n {
 		c := strategyColor(i)
 		if j, dup := seen[c]; dup {
 			t.Errorf("strategies %d and %d share colour %v", j, i, c)
 		}
 		seen[c] = i
-		if i < len(palette) && c != palette[i] {
-			t.Errorf("strategy %d's colour %v, want the palette's %v", i, c, palette[i])
+		if i < len(okabeIto) && c != okabeIto[i] {
+			t.Errorf("strategy %d's colour %v, want %v", i, c, okabeIto[i])
 		}
 		if int(c.R)+int(c.G)+int(c.B) > 3*0xE8 {
 			t.Errorf("strategy %d's colour %v is too pale for a line", i, c)
 		}
-	}
-	if c := strategyColor(-1); c != (color.RGBA{A: 0xff}) {
-		t.Errorf("strategyColor(-1) = %v, want black", c)
 	}
 }

@@ -86,14 +86,14 @@ func TestReportContent(t *testing.T) {
 	}
 	// Every table scrolls sideways inside its own box on a narrow screen
 	// rather than being cut.
-	if n, boxed := strings.Count(page, "<table>"), strings.Count(page, `<div class="scroll"><table>`); n != 2 || boxed != n {
-		t.Errorf("%d tables, %d of them in a scroll box; want 2 and both", n, boxed)
+	if n, boxed := strings.Count(page, "<table"), strings.Count(page, `<div class="scroll"><table`); n != 4 || boxed != n {
+		t.Errorf("%d tables, %d of them in a scroll box; want 4 (verdict, brokers, fault windows, results) and all", n, boxed)
 	}
 	if !regexp.MustCompile(`\.scroll \{[^}]*overflow-x: auto`).MatchString(page) {
 		t.Error("the scroll box does not scroll sideways")
 	}
 	// The legends' colours are the charts' colours.
-	for _, c := range []string{"#005a8c", "#d55e00", "#e4e4e4", "#dddddd"} {
+	for _, c := range []string{string(cssColor(isolatedColor)), string(cssColor(unreachableCol)), "#e4e4e4", "#dddddd"} {
 		if !strings.Contains(page, "background:"+c) {
 			t.Errorf("no legend swatch of colour %s", c)
 		}
@@ -112,7 +112,7 @@ func TestReportContent(t *testing.T) {
 		if !ok {
 			t.Fatalf("no section for %s", res.Name)
 		}
-		_, tl, ok := strings.Cut(body, "<h3>Isolation timeline")
+		_, tl, ok := strings.Cut(body, "<h3>"+escaped(res.Name)+": isolation timeline")
 		if !ok {
 			t.Fatalf("%s: no isolation timeline", res.Name)
 		}
@@ -122,7 +122,7 @@ func TestReportContent(t *testing.T) {
 			isolations += len(b.Isolated)
 			unreachable += len(b.Unreachable)
 		}
-		drawnIso, drawnUnr := strings.Count(tl, "fill:#005A8C"), strings.Count(tl, "fill:#D55E00")
+		drawnIso, drawnUnr := strings.Count(tl, "fill:#5C5C5C"), strings.Count(tl, "fill:#1F1F1F")
 		t.Logf("%s: %d isolations, %d unreachable spans; drawn %d and %d", res.Name, isolations, unreachable, drawnIso, drawnUnr)
 		if drawnIso != isolations || drawnUnr != unreachable {
 			t.Errorf("%s: the timeline draws %d isolated and %d unreachable bars, want %d and %d",
@@ -139,7 +139,7 @@ func TestReportContent(t *testing.T) {
 				t.Errorf("%s: no note on %s's isolations", res.Name, b.Name)
 			}
 		}
-		if !strings.Contains(body, "<h3>Each broker&#39;s share") || !strings.Contains(body, "<h3>p99 latency per second") {
+		if !strings.Contains(body, "<h3>"+escaped(res.Name)+": each broker&#39;s share") || !strings.Contains(body, "<h3>"+escaped(res.Name)+": p99 latency per second") {
 			t.Errorf("%s: no share or p99 chart", res.Name)
 		}
 	}
@@ -237,7 +237,7 @@ func TestAlignCharts(t *testing.T) {
 	res := &rep.Results[0]
 	seconds := res.Series.Seconds
 	lanes := newLaneChart(seconds, []string{"a-broker-with-a-long-name", "b"})
-	p99, err := p99Chart(sc, seconds, "p99", rep.Results, nil)
+	p99, err := p99Chart(sc, seconds, "p99", rep.Results, []int{0}, p99Range(rep.Results))
 	if err != nil {
 		t.Fatal(err)
 	}
