@@ -389,10 +389,14 @@ func Classify(res Result, err error) Outcome {
 func (o Outcome) Report(path latency.Path) latency.Outcome { return o.report(path) }
 
 func (o *Outcome) report(path latency.Path) latency.Outcome {
-	return latency.Outcome{Class: o.latencyClass(), Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
+	return latency.Outcome{Class: o.LatencyClass(), Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
 }
 
-func (o *Outcome) latencyClass() latency.Class {
+// LatencyClass returns the outcome's class in latency's vocabulary, the one
+// the strategy, the simulator and the metrics use: ClassTransport refined by
+// Transport into a timeout, a request not sent, the client's own throttling
+// or a failed transport.
+func (o *Outcome) LatencyClass() latency.Class {
 	switch o.Class {
 	case ClassAnswered:
 		return latency.ClassAnswered

@@ -7,14 +7,38 @@
 //
 //	mqfault_isolated_brokers                     gauge    brokers isolated now (read from the fault table at scrape time)
 //	mqfault_unreachable_brokers                  gauge    brokers marked unreachable now
-//	mqfault_isolations_total{broker,reason}      counter  isolations begun: the broker went from available to isolated (reason: latency, failure, explicit)
+//	mqfault_broker_isolated{broker}              gauge    1 while the broker is isolated, else 0 (a series per broker in the fault table)
+//	mqfault_broker_unreachable{broker}           gauge    1 while the detector holds the broker unreachable, else 0
+//	mqfault_isolations_total{broker,reason}      counter  isolations begun: the broker went from available to isolated
 //	mqfault_isolation_extensions_total{broker,reason} counter  running isolations made longer (a failure or slow answer while isolated)
 //	mqfault_isolations_ended_total{broker}       counter  isolations whose time ran out (the broker is picked again; not proof that it works)
-//	mqfault_probes_total{result}                 counter  detector probes (result: reachable, unreachable, inconclusive)
+//	mqfault_probes_total{result}                 counter  detector probes
 //	mqfault_picks_total{stage}                   counter  picks by the cascade stage that answered (from the strategy's StageCounter)
-//	mqfault_attempts_total{broker,outcome}       counter  send attempts (outcome: answered, client, transport, broker, cancelled, busy)
-//	mqfault_sends_total{kind,result}             counter  sends ended (kind: sync, async, oneway; result: the Stop, e.g. answered, failed)
+//	mqfault_attempts_total{broker,outcome}       counter  send attempts, by what they met
+//	mqfault_attempt_duration_seconds{broker}     histogram how long attempts took, by broker (the latency the fault table is told)
+//	mqfault_sends_total{kind,result}             counter  sends ended
 //	mqfault_send_duration_seconds{kind}          histogram how long sends took, retries included
+//	mqfault_retries_refused_total                counter  sends whose retry the retry budget refused
+//
+// Label values:
+//
+//	broker   a broker name of the routes; the per-broker series of a broker
+//	         go when the strategy drops its fault item (no route names it any
+//	         more), so they stay bounded by the routes' brokers
+//	reason   latency (a slow answer, per the duration table), failure (a
+//	         failed attempt or a failed probe), explicit (an isolation set by
+//	         the program through the fault table, not by an attempt)
+//	result   (probes) reachable, unreachable, inconclusive (the probe could
+//	         not tell: no address, no answer within its time)
+//	stage    the cascade's stages (latency.Stages: available, reachable, any,
+//	         least_bad, ...)
+//	outcome  latency's classes (latency.Classes): answered, busy, broker,
+//	         transport_failed, transport_timeout, transport_not_sent,
+//	         throttled, client, cancelled
+//	kind     sync, async, oneway
+//	result   (sends) how the send ended (producer.Stops, "none" excluded:
+//	         a send still going has no result): answered, failed,
+//	         call_timeout, ...
 //
 // Start with New, register the *Metrics with a prometheus.Registerer, give it
 // to the strategy (latency.WithObserver) and the producer
@@ -54,15 +78,18 @@ type Metrics struct {
 	probes     [3]prometheus.Counter // reachable, unreachable, inconclusive
 	probeVec   *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
+	attemptDur *prometheus.HistogramVec
 	sends      *prometheus.CounterVec
 	sendsBy    [][]prometheus.Counter // by kind, then stop
 	duration   *prometheus.HistogramVec
 	durationBy []prometheus.Observer // by kind
 	refused    prometheus.Counter    // sends whose retry the retry budget refused
 
-	isolatedDesc    *prometheus.Desc
-	unreachableDesc *prometheus.Desc
-	picksDesc       *prometheus.Desc
+	isolatedDesc          *prometheus.Desc
+	unreachableDesc       *prometheus.Desc
+	brokerIsolatedDesc    *prometheus.Desc
+	brokerUnreachableDesc *prometheus.Desc
+	picksDesc             *prometheus.Desc
 
 	strategy atomic.Pointer[latency.Strategy]
 	brokers  sync.Map // broker name -> *brokerSeries
@@ -80,7 +107,7 @@ var (
 // series here.
 var (
 	numKinds   = len(producer.Kinds())
-	numClasses = len(producer.Classes())
+	numClasses = len(latency.Classes())
 	numStops   = len(producer.Stops())
 )
 
@@ -89,7 +116,8 @@ var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, 
 // brokerSeries are one broker's series, resolved once so an event is an
 // atomic add.
 type brokerSeries struct {
-	attempts   []prometheus.Counter // by class
+	attempts   []prometheus.Counter // by latency class
+	duration   prometheus.Observer
 	isolations [len(reasons)]prometheus.Counter
 	extensions [len(reasons)]prometheus.Counter
 	ended      prometheus.Counter
@@ -106,8 +134,8 @@ type options struct {
 // WithNamespace sets the metrics' namespace (default "mqfault").
 func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
 
-// WithBuckets sets the send-duration histogram's buckets, in seconds (default
-// 1 ms to 10 s, roughly doubling).
+// WithBuckets sets the send- and attempt-duration histograms' buckets, in
+// seconds (default 1 ms to 10 s, roughly doubling).
 func WithBuckets(b []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), b...) }
 }
@@ -146,6 +174,8 @@ func New(opts ...Option) (*Metrics, error) {
 			Help: "Detector probes, by result."}, []string{"result"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("attempts_total"),
 			Help: "Send attempts, by broker and outcome."}, []string{"broker", "outcome"}),
+		attemptDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("attempt_duration_seconds"),
+			Help: "How long send attempts took, by broker.", Buckets: o.buckets}, []string{"broker"}),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("sends_total"),
 			Help: "Sends ended, by kind and result."}, []string{"kind", "result"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: name("retries_refused_total"),
@@ -156,6 +186,10 @@ func New(opts ...Option) (*Metrics, error) {
 			"Brokers isolated now.", nil, nil),
 		unreachableDesc: prometheus.NewDesc(name("unreachable_brokers"),
 			"Brokers marked unreachable now.", nil, nil),
+		brokerIsolatedDesc: prometheus.NewDesc(name("broker_isolated"),
+			"1 while the broker is isolated, else 0.", []string{"broker"}, nil),
+		brokerUnreachableDesc: prometheus.NewDesc(name("broker_unreachable"),
+			"1 while the broker is marked unreachable, else 0.", []string{"broker"}, nil),
 		picksDesc: prometheus.NewDesc(name("picks_total"),
 			"Picks by the cascade stage that answered them.", []string{"stage"}, nil),
 	}
@@ -169,6 +203,9 @@ func New(opts ...Option) (*Metrics, error) {
 		m.durationBy[k] = m.duration.WithLabelValues(kind)
 		m.sendsBy[k] = make([]prometheus.Counter, numStops)
 		for s := range numStops {
+			if producer.Stop(s) == producer.StopNone {
+				continue // a send still going has no result
+			}
 			m.sendsBy[k][s] = m.sends.WithLabelValues(kind, producer.Stop(s).String())
 		}
 	}
@@ -196,9 +233,10 @@ func (m *Metrics) broker(name string) *brokerSeries {
 	if b, ok := m.brokers.Load(name); ok {
 		return b.(*brokerSeries)
 	}
-	b := &brokerSeries{ended: m.ended.WithLabelValues(name), attempts: make([]prometheus.Counter, numClasses)}
+	b := &brokerSeries{ended: m.ended.WithLabelValues(name), attempts: make([]prometheus.Counter, numClasses),
+		duration: m.attemptDur.WithLabelValues(name)}
 	for c := range numClasses {
-		b.attempts[c] = m.attempts.WithLabelValues(name, producer.Class(c).String())
+		b.attempts[c] = m.attempts.WithLabelValues(name, latency.Class(c).String())
 	}
 	for i, r := range reasons {
 		b.isolations[i] = m.isolations.WithLabelValues(name, string(r))
@@ -244,10 +282,16 @@ func (m *Metrics) OnProbe(ev latency.ProbeEvent) {
 	}
 }
 
-// OnAttempt counts an attempt by broker and outcome.
+// OnAttempt counts an attempt by broker and outcome (latency's class), and
+// observes its duration.
 func (m *Metrics) OnAttempt(ev producer.AttemptEvent) {
-	if c := int(ev.Outcome.Class); c < numClasses {
-		m.broker(ev.Queue.BrokerName).attempts[c].Inc()
+	if int(ev.Outcome.Class) >= len(producer.Classes()) {
+		return
+	}
+	if c := int(ev.Outcome.LatencyClass()); c < numClasses {
+		b := m.broker(ev.Queue.BrokerName)
+		b.attempts[c].Inc()
+		b.duration.Observe(ev.Outcome.Elapsed.Seconds())
 	}
 }
 
@@ -256,6 +300,9 @@ func (m *Metrics) OnSend(ev producer.SendEvent) {
 	k, s := int(ev.Kind), int(ev.Stop)
 	if k >= numKinds || s >= numStops {
 		return
+	}
+	if m.sendsBy[k][s] == nil {
+		return // StopNone: not an ended send
 	}
 	m.sendsBy[k][s].Inc()
 	m.durationBy[k].Observe(ev.Elapsed.Seconds())
@@ -266,7 +313,7 @@ func (m *Metrics) OnSend(ev producer.SendEvent) {
 
 // vecs are the metric vectors Metrics collects as they are.
 func (m *Metrics) vecs() []prometheus.Collector {
-	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.sends, m.duration, m.refused}
+	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.attemptDur, m.sends, m.duration, m.refused}
 }
 
 // Describe implements prometheus.Collector.
@@ -276,27 +323,42 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- m.isolatedDesc
 	ch <- m.unreachableDesc
+	ch <- m.brokerIsolatedDesc
+	ch <- m.brokerUnreachableDesc
 	ch <- m.picksDesc
 }
 
 // Collect implements prometheus.Collector. It reads the watched strategy's
 // fault table (a snapshot) and stage counter; it never touches the pick path.
+// A broker the table no longer has (no route names it) loses its per-broker
+// series first, so they stay bounded by the routes' brokers; an event for it
+// later brings them back, from zero.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.strategy.Load()
+	var items []latency.FaultItem
+	if s != nil {
+		items = s.FaultTolerance().Items()
+		m.prune(items)
+	}
 	for _, v := range m.vecs() {
 		v.Collect(ch)
 	}
-	s := m.strategy.Load()
 	if s == nil {
 		return
 	}
 	var isolated, unreachable int
-	for _, it := range s.FaultTolerance().Items() {
+	for _, it := range items {
+		iso, unr := 0.0, 0.0
 		if !it.Available {
 			isolated++
+			iso = 1
 		}
 		if !it.Reachable {
 			unreachable++
+			unr = 1
 		}
+		ch <- prometheus.MustNewConstMetric(m.brokerIsolatedDesc, prometheus.GaugeValue, iso, it.Broker)
+		ch <- prometheus.MustNewConstMetric(m.brokerUnreachableDesc, prometheus.GaugeValue, unr, it.Broker)
 	}
 	ch <- prometheus.MustNewConstMetric(m.isolatedDesc, prometheus.GaugeValue, float64(isolated))
 	ch <- prometheus.MustNewConstMetric(m.unreachableDesc, prometheus.GaugeValue, float64(unreachable))
@@ -305,4 +367,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.picksDesc, prometheus.CounterValue, float64(c.Count(st)), st.String())
 		}
 	}
+}
+
+// prune deletes the per-broker series of every broker that items (the fault
+// table's) does not have.
+func (m *Metrics) prune(items []latency.FaultItem) {
+	have := make(map[string]bool, len(items))
+	for _, it := range items {
+		have[it.Broker] = true
+	}
+	m.brokers.Range(func(k, _ any) bool {
+		name := k.(string)
+		if have[name] {
+			return true
+		}
+		m.brokers.Delete(name)
+		filter := prometheus.Labels{"broker": name}
+		for _, v := range []interface {
+			DeletePartialMatch(prometheus.Labels) int
+		}{m.isolations, m.extensions, m.ended, m.attempts, m.attemptDur} {
+			v.DeletePartialMatch(filter)
+		}
+		return true
+	})
 }

@@ -155,7 +155,7 @@ func TestNew(t *testing.T) {
 		labels map[string]string
 	}{
 		{"mqfault_isolations_total", map[string]string{"broker": "b", "reason": "failure", "producer": "orders"}},
-		{"mqfault_attempts_total", map[string]string{"broker": "b", "outcome": "transport", "producer": "orders"}},
+		{"mqfault_attempts_total", map[string]string{"broker": "b", "outcome": "transport_not_sent", "producer": "orders"}},
 		{"mqfault_isolated_brokers", map[string]string{"producer": "orders"}},
 	} {
 		if v, ok := value(t, reg, tt.name, tt.labels); !ok || v != 1 {
