@@ -27,6 +27,16 @@ const (
 	MaxBrokers     = 256
 	MaxQueues      = 1024 // per broker
 	MaxEvents      = 10000
+	// MaxSendQueues bounds the sends (rate x duration) times the queues of
+	// every broker: a pick may visit every queue of the route (the
+	// isolation cap's pass over the route does, after each change of the
+	// fault table), so in the worst case (every broker failing) a run's
+	// time grows with this product.
+	MaxSendQueues = 2e9
+	// MaxSecondBrokers bounds the seconds a run records (its duration plus
+	// a send timeout, plus one) times the brokers: the per-second series
+	// keep a count per broker and second, per strategy.
+	MaxSecondBrokers = 1 << 22
 	// MaxInFlight bounds the sends in flight at once under an open load
 	// (per strategy). An arrival past it is shed: it fails at once, as a
 	// producer's bound on outstanding requests refuses it, so a retry
@@ -338,12 +348,43 @@ func (s *Scenario) validate(p *problems) {
 			p.add(path+".queue_wait", "a send queue needs a capacity (the sends per second the broker serves)")
 		}
 	}
+	s.validateSize(p)
 	if len(s.Events) > MaxEvents {
 		p.add("events", "%d events, more than %d", len(s.Events), MaxEvents)
 		return
 	}
 	for i, e := range s.Events {
 		e.validate(p, fmt.Sprintf("events[%d]", i), seen, s.Duration)
+	}
+}
+
+// validateSize refuses a scenario whose fields are each within their
+// limits but whose run would take too long or too much memory: a product
+// of sizes past MaxSendQueues or MaxSecondBrokers. It checks a product only
+// when each of its factors is valid, and names the factors.
+func (s *Scenario) validateSize(p *problems) {
+	rateOK := !math.IsNaN(s.Rate) && s.Rate > 0 && s.Rate <= MaxRate
+	durationOK := s.Duration > 0 && s.Duration <= MaxDuration
+	brokersOK := len(s.Brokers) > 0 && len(s.Brokers) <= MaxBrokers
+	queuesOK := brokersOK
+	for _, b := range s.Brokers {
+		queuesOK = queuesOK && b.Queues >= 1 && b.Queues <= MaxQueues
+	}
+	if rateOK && durationOK && queuesOK {
+		sends, queues := s.Rate*s.Duration.Seconds(), s.Queues()
+		if sends <= MaxSends && sends*float64(queues) > MaxSendQueues {
+			p.add("", "the scenario is too large: rate x duration x queues is %.0f sends x %d queues = %.3g, more than %.0e "+
+				"(in the worst case a pick visits every queue): lower the rate, the duration or the queues",
+				sends, queues, sends*float64(queues), float64(MaxSendQueues))
+		}
+	}
+	if durationOK && brokersOK && s.SendTimeout >= 0 && s.SendTimeout <= MaxSendTimeout {
+		seconds := s.seconds()
+		if cells := seconds * len(s.Brokers); cells > MaxSecondBrokers {
+			p.add("", "the scenario is too large: (duration + send timeout) x brokers is %d seconds x %d brokers = %d, more than %d "+
+				"(the series keep a count per broker and second): shorten the duration or use fewer brokers",
+				seconds, len(s.Brokers), cells, MaxSecondBrokers)
+		}
 	}
 }
 
@@ -466,6 +507,13 @@ func (s *Scenario) sendTimeout() time.Duration {
 		return s.SendTimeout
 	}
 	return 3 * time.Second
+}
+
+// seconds is the number of seconds a run records: sends may run a send
+// timeout past the end, and one more second holds the attempt that ends
+// exactly there.
+func (s *Scenario) seconds() int {
+	return int((s.Duration+s.sendTimeout())/time.Second) + 1
 }
 
 // open reports whether the scenario's load is open.
