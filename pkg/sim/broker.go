@@ -136,6 +136,12 @@ type brokerSim struct {
 	service   float64 // ns one send occupies the server: 1e9/rate
 	free      float64
 
+	// the current stall (stall): when it ends, the sends accepted to wait
+	// for its end, and when the server would have been free without them
+	stallEnd int64
+	stallN   int
+	stallPre float64
+
 	errDown, errTimeout, errFull error
 }
 
@@ -198,10 +204,16 @@ func (b *brokerSim) stateAt(t int64) (State, *window) {
 		if t < w.from || t >= w.to {
 			continue
 		}
-		if w.ev.State == StateFlapping {
+		switch w.ev.State {
+		case StateFlapping:
 			p := int64(w.ev.Period)
 			if (t-w.from)%p < p/2 {
 				return StateDown, w
+			}
+			return StateUp, w
+		case StateStall:
+			if (t-w.from)%int64(w.ev.Period) < int64(w.ev.Length) {
+				return StateStall, w
 			}
 			return StateUp, w
 		}
@@ -262,6 +274,15 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 		}
 		o.Elapsed, drew = d.at(u.z), true
 		switch {
+		case st == StateStall:
+			wait, ahead, ok := b.stall(t, w)
+			if !ok {
+				o.Elapsed = time.Duration(wait)
+				o.Remark, o.Err = b.queueTimeout(time.Duration(wait), ahead)
+				o.Class, o.Code = producer.ClassBusy, SystemBusy
+				break
+			}
+			o.Elapsed += time.Duration(wait)
 		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Remark, o.Err = brokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
 		case b.queueWait > 0:
@@ -288,8 +309,59 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 // answer (whose size of queue is the queue's length when it answers; the
 // simulator gives the length the send joined), its remark and its error.
 func (b *brokerSim) queueFull(ahead int) (remark string, err error) {
-	remark = remarkQueueTimeout(time.Duration(b.queueWait), ahead)
+	return b.queueTimeout(time.Duration(b.queueWait), ahead)
+}
+
+// queueTimeout is the answer to a send that waited wait in the queue, having
+// found ahead sends queued before it.
+func (b *brokerSim) queueTimeout(wait time.Duration, ahead int) (remark string, err error) {
+	remark = remarkQueueTimeout(wait, ahead)
 	return remark, &producer.BrokerError{Broker: b.name(), Code: SystemBusy, Remark: remark}
+}
+
+// defaultQueueWait is RocketMQ's waitTimeMillsInSendQueue: how long a send
+// waits in the send queue of a stalled broker that has no queue_wait.
+const defaultQueueWait = 200 * time.Millisecond
+
+// stall is what a send arriving at t meets during a stall of window w: the
+// store serves nothing until the stall ends, then the sends queued for it
+// in arrival order (at the broker's capacity when it has a send queue, all
+// at once otherwise). ok=true: it is served after waiting wait (ns);
+// ok=false: it would wait longer than the send queue allows (the broker's
+// queue_wait, or defaultQueueWait) and is answered after waiting that
+// long. ahead is how many sends were queued ahead of it: the ones accepted
+// to wait for this stall's end, and those still to be served from before
+// it.
+func (b *brokerSim) stall(t int64, w *window) (wait int64, ahead int, ok bool) {
+	p := int64(w.ev.Period)
+	end := min(w.from+(t-w.from)/p*p+int64(w.ev.Length), w.to)
+	if end != b.stallEnd {
+		b.stallEnd, b.stallN, b.stallPre = end, 0, b.free
+	}
+	limit := b.queueWait
+	if limit == 0 {
+		limit = int64(defaultQueueWait)
+	}
+	start := float64(end)
+	if b.service > 0 {
+		start = max(b.free, start)
+	}
+	if d := start - float64(t); d > float64(limit) {
+		ahead = b.stallN
+		switch {
+		case b.service == 0:
+		case b.stallPre > float64(end): // the queue runs on from before the stall: no gap in it
+			ahead = int(math.Ceil((b.free - float64(t)) / b.service))
+		case b.stallPre > float64(t):
+			ahead += int(math.Ceil((b.stallPre - float64(t)) / b.service))
+		}
+		return limit, ahead, false
+	}
+	b.stallN++
+	if b.service > 0 {
+		b.free = start + b.service
+	}
+	return int64(start) - t, 0, true
 }
 
 func (b *brokerSim) name() string { return b.cfg.Name }

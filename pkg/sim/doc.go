@@ -41,7 +41,11 @@
 //     (connection refused after 1 ms), blackhole (no answer: the attempt
 //     runs into its Plan.Timeout), slow (the event's latency), busy (the
 //     event's code at the event's rate), flapping (down for the first half
-//     of each period, up for the second). A broker with a capacity answers
+//     of each period, up for the second), stall (for Length of every
+//     Period the store serves nothing: a send waits for the stall's end in
+//     the send queue, or past its queue_wait, RocketMQ's 200 ms without one,
+//     is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] with the few sends
+//     queued ahead of it). A broker with a capacity answers
 //     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
 //     of 50 ms worth of sends); with a queue_wait it queues instead:
 //     RocketMQ's send queue, served first in, first out at Capacity sends a

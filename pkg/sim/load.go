@@ -103,7 +103,7 @@ var (
 	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "brokers", "events"}
 	brokerFields   = []string{"name", "queues", "latency", "capacity", "queue_wait"}
 	latencyFields  = []string{"median", "p99"}
-	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "probe"}
+	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "length", "probe"}
 )
 
 func (d *decoder) scenario(n *yaml.Node, s *Scenario) {
@@ -190,6 +190,8 @@ func (d *decoder) event(n *yaml.Node, path string) Event {
 			}
 		case "period":
 			e.Period = d.Duration(v, path)
+		case "length":
+			e.Length = d.Duration(v, path)
 		case "probe":
 			e.Probe = Probe(d.String(v, path))
 		}

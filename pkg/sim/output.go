@@ -184,8 +184,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
-		"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	if r.Scenario != nil && r.Scenario.has(StateStall) {
+		b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
+			"down, blackholed, slow, busy, flapping-down or stalled at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	} else {
+		b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
+			"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	}
 	for _, of := range ablationBases(r) {
 		fmt.Fprintf(&b, "Ablations: %s-POLICY is %s with that one policy switched off.\n", of, of)
 	}
@@ -267,6 +272,8 @@ func (e Event) describe() string {
 		s = fmt.Sprintf("busy: %g%% of attempts answered with code %d%s", 100*e.Rate, code, name)
 	case StateFlapping:
 		s = fmt.Sprintf("flapping: down for %s of every %s", e.Period/2, e.Period)
+	case StateStall:
+		s = fmt.Sprintf("stall: the store stops serving sends for %s of every %s", e.Length, e.Period)
 	default:
 		s = string(e.State)
 	}

@@ -24,7 +24,7 @@ type Result struct {
 	// SEND_OK answer (a transport error, a timeout or an error code).
 	FirstAttemptFailures int64
 	// UnhealthyAttempts counts attempts made to a broker whose state at
-	// that moment was not up (down, blackhole, slow, busy, or flapping
+	// that moment was not up (down, blackhole, slow, busy, stalled, or flapping
 	// while down). Capacity is not a state: a broker over it is up.
 	UnhealthyAttempts int64
 	// Retries counts the attempts after a send's first.

@@ -142,11 +142,21 @@ const (
 	// StateFlapping alternates: down for the first half of every period,
 	// up for the second.
 	StateFlapping State = "flapping"
+	// StateStall stops the broker's store for Length of every Period (from
+	// the event's start): a send arriving during a stall waits in the
+	// broker's send queue (QueueWait, or RocketMQ's default 200 ms when the
+	// broker has none) and is served when the stall ends, or, when it would
+	// wait longer than that, is answered SYSTEM_BUSY with
+	// [TIMEOUT_CLEAN_QUEUE] after waiting it out, naming the few sends
+	// queued ahead of it: push-back from a broker that is not overloaded,
+	// as a disk, page-cache, GC or replication stall gives. Between stalls
+	// the broker is up; probes find it reachable throughout.
+	StateStall State = "stall"
 )
 
 // eventStates lists the states an event may set, in the order error
 // messages name them.
-var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping}
+var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping, StateStall}
 
 // Probe is what the simulated detector's probe of a broker answers. By
 // default it follows the broker's state: down and blackhole (and flapping
@@ -183,9 +193,11 @@ type Event struct {
 	// Code is the busy state's response code (busy only; SystemBusy when
 	// zero).
 	Code int
-	// Period is one down-then-up cycle of the flapping state (flapping
-	// only).
+	// Period is one down-then-up cycle of the flapping state, or the time
+	// from one stall's start to the next (flapping and stall only).
 	Period time.Duration
+	// Length is how long each stall lasts, at most Period (stall only).
+	Length time.Duration
 	// Probe forces what detector probes of the broker answer during the
 	// event (for instance a broker that accepts probes but fails sends).
 	Probe Probe
@@ -468,15 +480,29 @@ func (e Event) validate(p *problems, path string, brokers map[string]int, durati
 			p.add(path+".code", "only a busy event has a code, not %s", e.State)
 		}
 	}
-	if e.State == StateFlapping {
+	switch {
+	case e.State == StateFlapping:
 		switch {
 		case e.Period <= 0:
 			p.add(path+".period", "%s must be positive (one down-then-up cycle)", e.Period)
 		case e.Period > e.For && e.For > 0:
 			p.add(path+".period", "%s is longer than the event (%s): it would never come back up", e.Period, e.For)
 		}
-	} else if e.Period != 0 && known {
-		p.add(path+".period", "only a flapping event has a period, not %s", e.State)
+	case e.State == StateStall:
+		if e.Period <= 0 {
+			p.add(path+".period", "%s must be positive (a stall every period)", e.Period)
+		}
+		switch {
+		case e.Length <= 0:
+			p.add(path+".length", "%s must be positive (how long each stall lasts)", e.Length)
+		case e.Period > 0 && e.Length > e.Period:
+			p.add(path+".length", "%s is longer than the period (%s)", e.Length, e.Period)
+		}
+	case e.Period != 0 && known:
+		p.add(path+".period", "only a flapping or stall event has a period, not %s", e.State)
+	}
+	if e.State != StateStall && e.Length != 0 && known {
+		p.add(path+".length", "only a stall event has a length, not %s", e.State)
 	}
 	switch e.Probe {
 	case ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout:
@@ -514,6 +540,11 @@ func (s *Scenario) sendTimeout() time.Duration {
 // exactly there.
 func (s *Scenario) seconds() int {
 	return int((s.Duration+s.sendTimeout())/time.Second) + 1
+}
+
+// has reports whether an event of the scenario puts a broker in state st.
+func (s *Scenario) has(st State) bool {
+	return slices.ContainsFunc(s.Events, func(e Event) bool { return e.State == st })
 }
 
 // open reports whether the scenario's load is open.
