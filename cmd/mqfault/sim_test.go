@@ -53,7 +53,7 @@ func TestSimCommand(t *testing.T) {
 		{"help", []string{"sim", "--help"}, 0, "usage: mqfault sim", "", false},
 		{"some strategies", []string{"sim", "--scenario", good, "--strategies", "v5,off"}, 0, "  v5 ", "", false},
 		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "",
-			"mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault; ablations: " + strings.Join(sim.AblationNames(), ", ") + ")\n", true},
+			"mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault, client-go; ablations: " + strings.Join(sim.AblationNames(), ", ") + ")\n", true},
 		{"ablation without mqfault", []string{"sim", "--scenario", good, "--ablation", "--strategies", "v5"}, exitUsage, "",
 			"mqfault sim: --ablation: the ablations change the mqfault strategy, which is not among the strategies to run (add it to --strategies)\n", true},
 		{"print scenario ablation", []string{"sim", "--print-scenario", "--ablation"}, exitUsage, "", "--ablation does not apply", true},

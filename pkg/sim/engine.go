@@ -102,6 +102,7 @@ type engine struct {
 	spec     Strategy
 	clock    *latency.ManualClock
 	strat    *latency.Strategy
+	picker   producer.Strategy // what sends pick with: strat, or spec.Picker's
 	policy   *producer.Policy
 	info     *route.PublishInfo
 	brokers  []*brokerSim
@@ -132,8 +133,9 @@ type engine struct {
 }
 
 // newEngine builds the run of spec over sc: its own clock, brokers, random
-// sources, latency strategy and publish info.
-func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
+// sources, latency strategy and publish info. Its series hold seconds
+// points.
+func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 	e := &engine{
 		sc:     sc,
 		spec:   spec,
@@ -181,8 +183,15 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 		return nil, fmt.Errorf("strategy %s: New returned no strategy", spec.Name)
 	}
 	e.tl.ft = e.strat.FaultTolerance()
+	e.picker = e.strat
+	if spec.Picker != nil {
+		if e.picker = spec.Picker(e.strat); e.picker == nil {
+			_ = e.strat.Close()
+			return nil, fmt.Errorf("strategy %s: Picker returned no strategy", spec.Name)
+		}
+	}
 	pcfg := spec.Producer
-	pcfg.Timeout = sc.sendTimeout()
+	pcfg.Timeout = spec.budget(sc)
 	if e.policy, err = producer.NewPolicy(pcfg, e.strat.Mode()); err != nil {
 		_ = e.strat.Close()
 		return nil, fmt.Errorf("strategy %s: %w", spec.Name, err)
@@ -190,7 +199,7 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 	if _, err := e.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
 		e.period = int64(spec.Latency.DetectPeriod)
 	}
-	e.m.init(sc, len(e.brokers))
+	e.m.init(sc, len(e.brokers), seconds)
 	return e, nil
 }
 
@@ -291,7 +300,11 @@ func (e *engine) step(i int) {
 		return
 	}
 	b := e.byName[plan.Queue.BrokerName]
-	out, unhealthy, drew := b.attempt(e.now, plan.Timeout, e.dice.draws(s.key, s.sends, s.drawn))
+	timeout := plan.Timeout
+	if t := e.spec.AttemptTimeout; t > 0 {
+		timeout = min(timeout, t)
+	}
+	out, unhealthy, drew := b.attempt(e.now, timeout, e.dice.draws(s.key, s.sends, s.drawn))
 	if drew {
 		s.drawn++
 	}
@@ -306,7 +319,7 @@ func (e *engine) begin(i int) {
 	s := &e.senders[i]
 	s.start = e.now
 	s.drawn = 0
-	s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
+	s.drive.Reset(e.picker, e.info, e.policy, producer.KindSync, e.clock.Now())
 	e.inFlight++
 	e.step(i)
 }

@@ -86,7 +86,9 @@ type BrokerResult struct {
 // in the second they started in, attempts likewise.
 type Series struct {
 	// Seconds is the number of points: the scenario's duration plus the
-	// send timeout (sends still in flight at the end finish), plus one.
+	// send timeout (sends still in flight at the end finish; the longest
+	// budget of the run's strategies, when a client's own is longer), plus
+	// one.
 	Seconds int
 	// Attempts holds attempts per broker (in the scenario's order) and
 	// second.
@@ -179,9 +181,15 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 		}
 		seen[s.Name] = true
 	}
+	// Every series has the points of the longest send budget among the
+	// strategies: sends may run that long past the end.
+	seconds := sc.seconds()
+	for _, spec := range o.strategies {
+		seconds = max(seconds, int((sc.Duration+spec.budget(sc))/time.Second)+1)
+	}
 	engines := make([]*engine, len(o.strategies))
 	for i, spec := range o.strategies {
-		e, err := newEngine(sc, spec)
+		e, err := newEngine(sc, spec, seconds)
 		if err != nil {
 			for _, done := range engines[:i] {
 				_ = done.strat.Close()
