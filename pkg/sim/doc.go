@@ -61,6 +61,12 @@
 //     timeout error at once instead of waiting for it), up, slow and busy
 //     reachable; an event may force the answer (Event.Probe). Probes take
 //     no virtual time.
+//   - A fleet (Scenario.Producers above 1): that many producers, each with
+//     its own latency strategy (fault table, timers, detector), policy
+//     (retry budget) and publish info, share the run's brokers and clock;
+//     the senders (closed load) or arrivals (open load) are split among
+//     them. Result adds their counts up and Result.Fleet holds the herding
+//     figure.
 //
 // # What a run records
 //

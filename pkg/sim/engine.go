@@ -93,6 +93,20 @@ type sender struct {
 	key    uint64         // senderKey: its attempts' draws follow from it
 	out    producer.Outcome
 	broker *brokerSim
+	prod   *producerSim // whose send it is
+}
+
+// producerSim is one producer of a run: its own latency strategy (fault
+// table, isolation timers, detector), send-loop policy (retry budget),
+// publish info (round-robin index) and timeline. A fleet has
+// Scenario.Producers of them, sharing the run's brokers and clock.
+type producerSim struct {
+	index  int
+	strat  *latency.Strategy
+	picker producer.Strategy // what sends pick with: strat, or spec.Picker's
+	policy *producer.Policy
+	info   *route.PublishInfo
+	tl     *timeline
 }
 
 // engine runs one strategy over one scenario. It is not safe for concurrent
@@ -101,10 +115,7 @@ type engine struct {
 	sc       *Scenario
 	spec     Strategy
 	clock    *latency.ManualClock
-	strat    *latency.Strategy
-	picker   producer.Strategy // what sends pick with: strat, or spec.Picker's
-	policy   *producer.Policy
-	info     *route.PublishInfo
+	prods    []*producerSim
 	brokers  []*brokerSim
 	byName   map[string]*brokerSim
 	dice     *attemptRand // every attempt's draws
@@ -124,17 +135,31 @@ type engine struct {
 	arrived  uint64     // sends arrived so far
 	openKey  uint64     // the draws' key of every send (the send number tells them apart)
 	free     []int32    // slots of senders not in flight
+	owners   *rand.Rand // a fleet's open load: which producer each arrival is
 
 	inFlight int  // sends started and not ended
 	atEnd    bool // the run's end (e.end) has been passed: m.inFlightAtEnd is set
 
-	m  metrics
-	tl *timeline
+	m    metrics
+	herd *herding // a fleet's; nil for one producer
 }
 
+// Streams of random numbers derived from a scenario's seed, set apart from
+// each other: the first producer's route index and fault table, the open
+// load's arrivals, a fleet's other producers (fleetStream + 4p: index,
+// table) and a fleet's phases and arrival owners.
+const (
+	indexStream   = 1 << 32
+	tableStream   = 1 << 33
+	arrivalStream = 1 << 34
+	fleetStream   = 1 << 41
+	phaseStream   = 1 << 42
+	ownerStream   = 1 << 43
+)
+
 // newEngine builds the run of spec over sc: its own clock, brokers, random
-// sources, latency strategy and publish info. Its series hold seconds
-// points.
+// sources, and its producers (latency strategy, policy, publish info). Its
+// series hold seconds points.
 func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 	e := &engine{
 		sc:     sc,
@@ -157,50 +182,90 @@ func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 			queues = append(queues, route.MessageQueue{Topic: Topic, BrokerName: b.Name, QueueID: q})
 		}
 	}
-	indexRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, 1<<32), splitmix(sc.Seed, 1<<32+1)))}
-	tableRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, 1<<33), splitmix(sc.Seed, 1<<33+1)))}
+	e.m.init(sc, len(e.brokers), seconds)
+	n := sc.producers()
+	if n > 1 {
+		e.herd = newHerding(sc, seconds, n)
+	}
+	index := brokerIndex(sc)
+	detector := &simDetector{clock: e.clock, epoch: Epoch, byAddr: byAddr}
+	e.prods = make([]*producerSim, 0, n)
+	for p := range n {
+		ps, err := e.newProducer(p, queues, resolver, detector, index)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.prods = append(e.prods, ps)
+	}
+	return e, nil
+}
+
+// newProducer builds producer p of the run: its random sources, publish
+// info, timeline, latency strategy, picker and policy. The first producer's
+// random sources are those a run of one producer has.
+func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latency.Resolver, detector *simDetector, index brokerNames) (*producerSim, error) {
+	sc, spec := e.sc, e.spec
+	idx, tbl := uint64(indexStream), uint64(tableStream)
+	if p > 0 {
+		idx, tbl = fleetStream+4*uint64(p), fleetStream+4*uint64(p)+2
+	}
+	indexRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, idx), splitmix(sc.Seed, idx+1)))}
+	tableRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, tbl), splitmix(sc.Seed, tbl+1)))}
+	ps := &producerSim{index: p}
 	var err error
-	if e.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
+	if ps.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
 		return nil, err
 	}
-	e.tl = newTimeline(sc, e.clock)
+	// A fleet's timeline is its first producer's; every producer's feeds
+	// the herding figure.
+	ps.tl = newTimeline(sc, e.clock, index, p == 0)
+	if e.herd != nil {
+		ps.tl.herd = e.herd.producer(p)
+	}
 	env := Env{
 		Clock:    e.clock,
 		Resolver: resolver,
-		Detector: &simDetector{clock: e.clock, epoch: Epoch, byAddr: byAddr},
+		Detector: detector,
 		Random:   tableRand,
-		Observer: e.tl,
+		Observer: ps.tl,
 	}
 	if spec.New != nil {
-		e.strat, err = spec.New(spec.Latency, env)
+		ps.strat, err = spec.New(spec.Latency, env)
 	} else {
-		e.strat, err = latency.NewStrategy(spec.Latency, env.Options()...)
+		ps.strat, err = latency.NewStrategy(spec.Latency, env.Options()...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", spec.Name, err)
 	}
-	if e.strat == nil {
+	if ps.strat == nil {
 		return nil, fmt.Errorf("strategy %s: New returned no strategy", spec.Name)
 	}
-	e.tl.ft = e.strat.FaultTolerance()
-	e.picker = e.strat
+	ps.tl.ft = ps.strat.FaultTolerance()
+	ps.picker = ps.strat
 	if spec.Picker != nil {
-		if e.picker = spec.Picker(e.strat); e.picker == nil {
-			_ = e.strat.Close()
+		if ps.picker = spec.Picker(ps.strat); ps.picker == nil {
+			_ = ps.strat.Close()
 			return nil, fmt.Errorf("strategy %s: Picker returned no strategy", spec.Name)
 		}
 	}
 	pcfg := spec.Producer
 	pcfg.Timeout = spec.budget(sc)
-	if e.policy, err = producer.NewPolicy(pcfg, e.strat.Mode()); err != nil {
-		_ = e.strat.Close()
+	if ps.policy, err = producer.NewPolicy(pcfg, ps.strat.Mode()); err != nil {
+		_ = ps.strat.Close()
 		return nil, fmt.Errorf("strategy %s: %w", spec.Name, err)
 	}
-	if _, err := e.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
+	if _, err := ps.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
 		e.period = int64(spec.Latency.DetectPeriod)
 	}
-	e.m.init(sc, len(e.brokers), seconds)
-	return e, nil
+	return ps, nil
+}
+
+// close closes every producer's strategy.
+func (e *engine) close() {
+	for _, p := range e.prods {
+		_ = p.strat.Close()
+	}
 }
 
 func (e *engine) schedule(at int64, kind eventKind, s int) {
@@ -208,9 +273,10 @@ func (e *engine) schedule(at int64, kind eventKind, s int) {
 	e.queue.push(event{at: at, seq: e.seq, kind: kind, sender: int32(s)})
 }
 
-// run simulates until every send has ended, then closes the strategy.
+// run simulates until every send has ended, then closes the strategies.
 func (e *engine) run(ctx context.Context) error {
-	defer e.strat.Close()
+	defer e.close()
+	nprod := len(e.prods)
 	if e.sc.open() {
 		e.startArrivals()
 	} else {
@@ -218,6 +284,7 @@ func (e *engine) run(ctx context.Context) error {
 		e.senders = make([]sender, n)
 		for i := range e.senders {
 			e.senders[i].key = senderKey(e.sc.Seed, i)
+			e.senders[i].prod = e.prods[i%nprod]
 		}
 		e.interval = int64(float64(n) / e.sc.Rate * 1e9)
 		e.interval = max(e.interval, 1)
@@ -230,7 +297,16 @@ func (e *engine) run(ctx context.Context) error {
 		}
 	}
 	if e.period > 0 {
-		e.schedule(e.period, evDetect, -1)
+		if nprod == 1 {
+			e.schedule(e.period, evDetect, 0)
+		} else {
+			// A fleet's producers started at different moments: each
+			// one's rounds have a phase of their own.
+			phases := rand.New(rand.NewPCG(splitmix(e.sc.Seed, phaseStream), splitmix(e.sc.Seed, phaseStream+1)))
+			for p := range nprod {
+				e.schedule(1+phases.Int64N(e.period), evDetect, p)
+			}
+		}
 	}
 	var reported int64 // the virtual time last reported to e.progress
 	for i := 0; e.active > 0 && len(e.queue) > 0; i++ {
@@ -254,16 +330,16 @@ func (e *engine) run(ctx context.Context) error {
 			s := &e.senders[ev.sender]
 			// Finish reports the outcome through the pick: the fault update.
 			if u := s.drive.Finish(s.out).Update; u.Broker != "" {
-				e.tl.updated(e.now, s.broker.index)
+				s.prod.tl.updated(e.now, s.broker.index)
 			}
 			e.step(int(ev.sender))
 		case evDetect:
-			if e.strat.DetectorEnabled() {
-				if _, err := e.strat.DetectRound(ctx); err != nil {
+			if p := e.prods[ev.sender]; p.strat.DetectorEnabled() {
+				if _, err := p.strat.DetectRound(ctx); err != nil {
 					return err
 				}
 			}
-			e.schedule(e.now+e.period, evDetect, -1)
+			e.schedule(e.now+e.period, evDetect, int(ev.sender))
 		}
 		// Every 256 events (not every 4096, nor every virtual second): where
 		// an event is slow (thousands of queues, all isolated) that many
@@ -277,6 +353,11 @@ func (e *engine) run(ctx context.Context) error {
 				reported = min(e.now, e.end)
 				e.progress(reported)
 			}
+		}
+	}
+	if e.herd != nil {
+		for _, p := range e.prods {
+			p.tl.finish(e.now)
 		}
 	}
 	if e.progress != nil {
@@ -310,6 +391,9 @@ func (e *engine) step(i int) {
 	}
 	s.out, s.broker = out, b
 	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, isBusy(out), unhealthy)
+	if e.herd != nil {
+		s.prod.tl.attempted(e.now, b.index)
+	}
 	e.schedule(e.now+int64(out.Elapsed), evAttemptEnd, i)
 }
 
@@ -319,14 +403,11 @@ func (e *engine) begin(i int) {
 	s := &e.senders[i]
 	s.start = e.now
 	s.drawn = 0
-	s.drive.Reset(e.picker, e.info, e.policy, producer.KindSync, e.clock.Now())
+	p := s.prod
+	s.drive.Reset(p.picker, p.info, p.policy, producer.KindSync, e.clock.Now())
 	e.inFlight++
 	e.step(i)
 }
-
-// arrivalStream sets the open load's arrivals apart from the other streams
-// derived from a scenario's seed.
-const arrivalStream = 1 << 34
 
 // startArrivals schedules the open load's first arrival. The arrivals are a
 // Poisson process at the scenario's rate: exponential gaps drawn from a
@@ -336,6 +417,9 @@ func (e *engine) startArrivals() {
 	seed := e.sc.Seed
 	e.arrivals = rand.New(rand.NewPCG(splitmix(seed, arrivalStream), splitmix(seed, arrivalStream+1)))
 	e.openKey = senderKey(seed, 0)
+	if len(e.prods) > 1 {
+		e.owners = rand.New(rand.NewPCG(splitmix(seed, ownerStream), splitmix(seed, ownerStream+1)))
+	}
 	e.nextAt = e.arrivals.ExpFloat64() / e.sc.Rate * 1e9
 	if int64(e.nextAt) < e.end {
 		e.active++ // the arrival process
@@ -347,6 +431,12 @@ func (e *engine) startArrivals() {
 // sends are in flight, and schedules the arrival after it.
 func (e *engine) arrive() {
 	e.arrived++
+	owner := e.prods[0]
+	if e.owners != nil {
+		// Each arrival is a producer's at random: each producer's arrivals
+		// are a Poisson process at rate / producers.
+		owner = e.prods[e.owners.IntN(len(e.prods))]
+	}
 	if e.inFlight >= MaxInFlight {
 		e.m.shedSend(e.now)
 	} else {
@@ -359,6 +449,7 @@ func (e *engine) arrive() {
 			i = len(e.senders) - 1
 		}
 		e.senders[i].sends = e.arrived
+		e.senders[i].prod = owner
 		e.active++
 		e.begin(i)
 	}

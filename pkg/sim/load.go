@@ -39,6 +39,7 @@ func LoadFile(path string) (*Scenario, error) {
 //	senders: 8             # concurrent senders (closed load only)
 //	rate: 2000             # sends per second, all senders together
 //	send_timeout: 3s
+//	producers: 1           # a fleet: independent producers sharing the brokers
 //	brokers:
 //	  - {name: broker-a, queues: 4, latency: {median: 3ms, p99: 20ms}, capacity: 1500, queue_wait: 200ms}
 //	events:
@@ -100,7 +101,7 @@ type decoder struct {
 }
 
 var (
-	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "brokers", "events"}
+	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "producers", "brokers", "events"}
 	brokerFields   = []string{"name", "queues", "latency", "capacity", "queue_wait"}
 	latencyFields  = []string{"median", "p99"}
 	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "length", "probe"}
@@ -126,6 +127,11 @@ func (d *decoder) scenario(n *yaml.Node, s *Scenario) {
 			s.SendTimeout = d.Duration(v, path)
 			if s.SendTimeout == 0 && !d.Failed(path) {
 				d.Fail(v, path, "0s must be positive (leave the field out for the reference's 3s)")
+			}
+		case "producers":
+			s.Producers = d.Int(v, path)
+			if s.Producers == 0 && !d.Failed(path) {
+				d.Fail(v, path, "0 must be at least 1 (leave the field out for one producer)")
 			}
 		case "brokers":
 			d.List(v, path, MaxBrokers, func(v *yaml.Node, path string) { s.Brokers = append(s.Brokers, d.broker(v, path)) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,23 @@ type jsonStrategy struct {
 	LatencyMS            jsonLatency           `json:"latency_ms"`
 	Brokers              map[string]jsonBroker `json:"brokers"`            // encoding/json sorts the keys
 	Ablation             *jsonAblation         `json:"ablation,omitempty"` // ablations only
+	Fleet                *jsonFleet            `json:"fleet,omitempty"`    // fleets only
+}
+
+// jsonFleet is a fleet's figures: the herding peak (a share of the
+// producers, the second it was first reached, the broker) and each broker's
+// share of the attempts beside round robin's.
+type jsonFleet struct {
+	Producers   int                        `json:"producers"`
+	Peak        float64                    `json:"herding_peak"`
+	PeakAt      int                        `json:"herding_peak_at_s"`
+	PeakBroker  string                     `json:"herding_peak_broker"`
+	BrokerShare map[string]jsonBrokerShare `json:"brokers"`
+}
+
+type jsonBrokerShare struct {
+	Share      float64 `json:"share"`
+	RoundRobin float64 `json:"round_robin"`
 }
 
 // jsonAblation marks an ablation's row: the strategy it changes, the policy
@@ -96,6 +114,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		for _, b := range res.Brokers {
 			s.Brokers[b.Name] = jsonBroker{Attempts: b.Attempts, Failures: b.Failures}
 		}
+		if f := res.Fleet; f != nil && r.Scenario != nil {
+			s.Fleet = &jsonFleet{Producers: f.Producers, Peak: round6(f.Peak), PeakAt: f.PeakAt, PeakBroker: f.PeakBroker,
+				BrokerShare: make(map[string]jsonBrokerShare, len(res.Brokers))}
+			for b, br := range res.Brokers {
+				s.Fleet.BrokerShare[br.Name] = jsonBrokerShare{Share: round6(res.AttemptShare(b)), RoundRobin: round6(r.Scenario.RoundRobinShare(b))}
+			}
+		}
 		if res.Ablated.Of != "" {
 			_, same := r.SameAsBase(i)
 			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same != Differs}
@@ -103,6 +128,24 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.Strategies = append(out.Strategies, s)
 	}
 	return json.Marshal(out)
+}
+
+// round6 rounds a share to six decimals, so the JSON stays short.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// AttemptShare returns broker b's share of the result's attempts (0 when
+// there were none).
+func (r *Result) AttemptShare(b int) float64 {
+	if r.Attempts == 0 {
+		return 0
+	}
+	return float64(r.Brokers[b].Attempts) / float64(r.Attempts)
+}
+
+// RoundRobinShare returns the share of the attempts round robin over the
+// route gives broker b: its queues over all queues.
+func (s *Scenario) RoundRobinShare(b int) float64 {
+	return float64(s.Brokers[b].Queues) / float64(s.Queues())
 }
 
 // WriteJSON writes the report's JSON, indented by two spaces, and a newline.
@@ -162,10 +205,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	open := r.Scenario != nil && r.Scenario.open()
+	fleet := r.Scenario != nil && r.Scenario.producers() > 1
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\tretries\trefused retries\tbusy answers\t", width, "strategy")
 	if open {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
+	}
+	if fleet {
+		fmt.Fprint(tw, "herding\t")
 	}
 	fmt.Fprint(tw, "\n")
 	for i, res := range r.Results {
@@ -179,10 +226,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if open {
 			fmt.Fprintf(tw, "%d\t%d\t", res.Shed, res.InFlightAtEnd)
 		}
+		if fleet {
+			fmt.Fprintf(tw, "%s\t", fmtHerding(res.Fleet))
+		}
 		fmt.Fprint(tw, "\n")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if fleet {
+		if err := r.writeShares(&b, shown); err != nil {
+			return err
+		}
 	}
 	if r.Scenario != nil && r.Scenario.has(StateStall) {
 		b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
@@ -202,12 +257,56 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "Same numbers as %s, a different run over time (isolations or per-second series; see --report): %s.\n", of, strings.Join(f.numbers, ", "))
 		}
 	}
+	if fleet {
+		b.WriteString("Fleet: the counts add up every producer's; herding: the largest share of the producers that isolated one\n" +
+			"broker, or sent it less than half of what round robin would have, within one second (the peak, its broker and\n" +
+			"second); share: each broker's share of the attempts, and its ratio to round robin's (its queues over all).\n")
+	}
 	if open {
 		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
 	}
 	b.WriteString("Every strategy met the same brokers and seed.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fmtHerding formats a fleet's herding peak: "62% (broker-b, 16s)", or
+// "0%" when no producer left a broker.
+func fmtHerding(f *FleetResult) string {
+	if f == nil || f.PeakBroker == "" {
+		return "0%"
+	}
+	return fmt.Sprintf("%.0f%% (%s, %ds)", 100*f.Peak, f.PeakBroker, f.PeakAt)
+}
+
+// writeShares writes, per broker, round robin's share of the attempts and
+// each shown strategy's share with its ratio to round robin's.
+func (r *Report) writeShares(b *strings.Builder, shown []bool) error {
+	b.WriteString("\nattempt share per broker (x: its ratio to round robin's)\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	width := len("broker")
+	for _, br := range r.Scenario.Brokers {
+		width = max(width, len(br.Name))
+	}
+	fmt.Fprintf(tw, "  %-*s\tround robin\t", width, "broker")
+	for i, res := range r.Results {
+		if shown[i] {
+			fmt.Fprintf(tw, "%s\t", res.Name)
+		}
+	}
+	fmt.Fprint(tw, "\n")
+	for k, br := range r.Scenario.Brokers {
+		rr := r.Scenario.RoundRobinShare(k)
+		fmt.Fprintf(tw, "  %-*s\t%.1f%%\t", width, br.Name, 100*rr)
+		for i := range r.Results {
+			if shown[i] {
+				res := &r.Results[i]
+				fmt.Fprintf(tw, "%.1f%% x%.2f\t", 100*res.AttemptShare(k), res.AttemptShare(k)/rr)
+			}
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	return tw.Flush()
 }
 
 // fmtMS formats d in milliseconds with a precision that suits its size.
@@ -229,6 +328,9 @@ func (s *Scenario) Summary(seed uint64) string {
 	load := fmt.Sprintf("%d senders at %g sends/s", s.Senders, s.Rate)
 	if s.open() {
 		load = fmt.Sprintf("open load at %g sends/s (Poisson)", s.Rate)
+	}
+	if n := s.producers(); n > 1 {
+		load += fmt.Sprintf(" from %d producers", n)
 	}
 	fmt.Fprintf(&b, "scenario %q: %d brokers, %d queues, %s of virtual time, %s, send timeout %s, seed %d\n",
 		s.Name, len(s.Brokers), s.Queues(), s.Duration, load, s.sendTimeout(), seed)

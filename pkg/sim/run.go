@@ -55,8 +55,12 @@ type Result struct {
 	// Series is the run over time, one point per second of virtual time.
 	Series Series
 	// Timeline holds, per broker in the scenario's order, when the
-	// strategy's fault table held it isolated or unreachable.
+	// strategy's fault table held it isolated or unreachable (a fleet's
+	// first producer's).
 	Timeline []BrokerTimeline
+	// Fleet is set for a fleet of producers (Scenario.Producers above 1):
+	// the herding figure.
+	Fleet *FleetResult
 	// Wall is the real time the run took. It is the only field that differs
 	// between two runs with one seed.
 	Wall time.Duration
@@ -192,7 +196,7 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 		e, err := newEngine(sc, spec, seconds)
 		if err != nil {
 			for _, done := range engines[:i] {
-				_ = done.strat.Close()
+				done.close()
 			}
 			return nil, err
 		}
@@ -222,7 +226,10 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 			t := time.Now()
 			if errs[i] = e.run(ctx); errs[i] == nil {
 				rep.Results[i] = e.m.result(e.spec, sc)
-				rep.Results[i].Timeline = e.tl.result(e.now)
+				rep.Results[i].Timeline = e.prods[0].tl.result(e.now)
+				if e.herd != nil {
+					rep.Results[i].Fleet = e.herd.result(sc)
+				}
 				rep.Results[i].Wall = time.Since(t)
 			}
 		})

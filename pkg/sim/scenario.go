@@ -27,6 +27,10 @@ const (
 	MaxBrokers     = 256
 	MaxQueues      = 1024 // per broker
 	MaxEvents      = 10000
+	MaxProducers   = 10000
+	// MaxProducerQueues bounds the producers times the queues of every
+	// broker: each producer of a fleet keeps its own route and fault state.
+	MaxProducerQueues = 1 << 19
 	// MaxSendQueues bounds the sends (rate x duration) times the queues of
 	// every broker: a pick may visit every queue of the route (the
 	// isolation cap's pass over the route does, after each change of the
@@ -86,6 +90,14 @@ type Scenario struct {
 	// SendTimeout is every send's whole budget, retries included
 	// (producer.Config.Timeout; the reference's 3 s when zero).
 	SendTimeout time.Duration
+	// Producers is the number of producers, 1 when zero: a fleet of
+	// independent producers, each with its own strategy (fault table,
+	// isolation timers, detector), send loop (retry budget) and route,
+	// sharing the brokers. Under a closed load sender i is producer i mod
+	// Producers's, so there are at least as many senders; under an open
+	// load each arrival is a producer's at random (each producer's
+	// arrivals a Poisson process at Rate/Producers).
+	Producers int
 	// Brokers are the topic's brokers.
 	Brokers []Broker
 	// Events change brokers' states for a while.
@@ -320,6 +332,15 @@ func (s *Scenario) validate(p *problems) {
 			s.Rate*s.Duration.Seconds(), MaxSends)
 	}
 	switch {
+	case s.Producers < 0:
+		p.add("producers", "%d must be at least 1", s.Producers)
+	case s.Producers > MaxProducers:
+		p.add("producers", "%d is more than %d", s.Producers, MaxProducers)
+	case known && !open && s.Senders >= 1 && s.Senders <= MaxSenders && s.Producers > s.Senders:
+		p.add("producers", "%d producers need at least %d senders (sender i is producer i mod %d's), not %d",
+			s.Producers, s.Producers, s.Producers, s.Senders)
+	}
+	switch {
 	case s.SendTimeout < 0:
 		p.add("send_timeout", "%s must be positive", s.SendTimeout)
 	case s.SendTimeout > MaxSendTimeout:
@@ -388,6 +409,13 @@ func (s *Scenario) validateSize(p *problems) {
 			p.add("", "the scenario is too large: rate x duration x queues is %.0f sends x %d queues = %.3g, more than %.0e "+
 				"(in the worst case a pick visits every queue): lower the rate, the duration or the queues",
 				sends, queues, sends*float64(queues), float64(MaxSendQueues))
+		}
+	}
+	if queuesOK && s.Producers > 1 && s.Producers <= MaxProducers {
+		if pq := s.Producers * s.Queues(); pq > MaxProducerQueues {
+			p.add("", "the scenario is too large: producers x queues is %d producers x %d queues = %d, more than %d "+
+				"(each producer keeps its own route and fault state): use fewer producers or queues",
+				s.Producers, s.Queues(), pq, MaxProducerQueues)
 		}
 	}
 	if durationOK && brokersOK && s.SendTimeout >= 0 && s.SendTimeout <= MaxSendTimeout {
@@ -546,6 +574,9 @@ func (s *Scenario) seconds() int {
 func (s *Scenario) has(st State) bool {
 	return slices.ContainsFunc(s.Events, func(e Event) bool { return e.State == st })
 }
+
+// producers is the number of producers of a run: Producers, at least 1.
+func (s *Scenario) producers() int { return max(s.Producers, 1) }
 
 // open reports whether the scenario's load is open.
 func (s *Scenario) open() bool { return s.Load == LoadOpen }
