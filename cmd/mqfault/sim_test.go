@@ -69,7 +69,7 @@ func TestSimCommand(t *testing.T) {
 		{"empty strategy name", []string{"sim", "--scenario", "-", "--strategies", "v4,"}, exitUsage, "", `unknown strategy ""`, true},
 		{"missing file", []string{"sim", "--scenario", filepath.Join(t.TempDir(), "none.yaml")}, exitUsage, "", "no such file", true},
 		{"invalid scenario", []string{"sim", "--scenario", bad}, exitUsage, "",
-			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall`, true},
+			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`, true},
 		{"unwritable report", []string{"sim", "--scenario", good, "--report", filepath.Join(t.TempDir(), "no", "r.html")}, exitUsage, "", "--report: open", true},
 	}
 	for _, tt := range tests {

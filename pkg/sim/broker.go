@@ -124,6 +124,8 @@ type brokerSim struct {
 	addr    string
 	base    dist
 	windows []window // in the scenario's order: the last active one wins
+	joins   int64    // when the broker joins the name server's route
+	gone    []window // when it is out of the route (gone events)
 
 	// token bucket; rate 0 means unlimited
 	rate, burst, tokens float64
@@ -167,11 +169,17 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportNotSent, Err: errRefused}
 	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportTimeout, Err: errNoReply}
 	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
+	bs.joins = int64(b.Joins)
 	for _, e := range events {
 		if e.Broker != b.Name {
 			continue
 		}
 		w := window{from: int64(e.At), to: int64(e.End()), ev: e}
+		if e.State == StateGone {
+			// Not a state of the broker: of the name server's route.
+			bs.gone = append(bs.gone, w)
+			continue
+		}
 		switch e.State {
 		case StateSlow:
 			w.slow = newDist(e.Latency)
@@ -194,6 +202,20 @@ func splitmix(seed, stream uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	return z ^ (z >> 31)
+}
+
+// inRoute reports whether the name server's route names the broker at t:
+// it has joined and no gone event holds it out.
+func (b *brokerSim) inRoute(t int64) bool {
+	if t < b.joins {
+		return false
+	}
+	for i := range b.gone {
+		if w := &b.gone[i]; t >= w.from && t < w.to {
+			return false
+		}
+	}
+	return true
 }
 
 // stateAt returns the broker's effective state at t (flapping resolved to

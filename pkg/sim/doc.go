@@ -61,6 +61,10 @@
 //     timeout error at once instead of waiting for it), up, slow and busy
 //     reachable; an event may force the answer (Event.Probe). Probes take
 //     no virtual time.
+//   - Route changes (a gone event, Broker.Joins): each producer polls the
+//     name server's route every RoutePoll from a phase drawn from the seed
+//     and takes a route that changed (a new publish info, told to its
+//     strategy through RouteChanged); sends in flight keep their route.
 //   - A fleet (Scenario.Producers above 1): that many producers, each with
 //     its own latency strategy (fault table, timers, detector), policy
 //     (retry budget) and publish info, share the run's brokers and clock;

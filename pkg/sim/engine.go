@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -25,6 +26,7 @@ const (
 	evAttemptEnd                  // a sender's attempt ends
 	evDetect                      // a detector round
 	evArrive                      // a send arrives (open load)
+	evPoll                        // a producer polls the route
 )
 
 // event is one entry of the event queue. Events are ordered by time, then by
@@ -107,6 +109,8 @@ type producerSim struct {
 	policy *producer.Policy
 	info   *route.PublishInfo
 	tl     *timeline
+	random route.RandomSource // its route indexes' random source
+	route  []uint64           // bitset: the brokers its route names
 }
 
 // engine runs one strategy over one scenario. It is not safe for concurrent
@@ -142,6 +146,12 @@ type engine struct {
 
 	m    metrics
 	herd *herding // a fleet's; nil for one producer
+
+	// route changes (Scenario.routeChanges): producers poll the route
+	poll    int64                // between two polls of one producer; 0: no polls
+	queues  []route.MessageQueue // every broker's queues, in the scenario's order
+	scratch []route.MessageQueue // the queues of a route being built
+	routed  []uint64             // bitset: the brokers the name server's route names now
 }
 
 // Streams of random numbers derived from a scenario's seed, set apart from
@@ -155,6 +165,7 @@ const (
 	fleetStream   = 1 << 41
 	phaseStream   = 1 << 42
 	ownerStream   = 1 << 43
+	pollStream    = 1 << 44
 )
 
 // newEngine builds the run of spec over sc: its own clock, brokers, random
@@ -183,6 +194,17 @@ func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 		}
 	}
 	e.m.init(sc, len(e.brokers), seconds)
+	e.queues = queues
+	e.routed = make([]uint64, (len(e.brokers)+63)/64)
+	if sc.routeChanges() {
+		e.poll = int64(sc.routePoll())
+		e.nameServer(0)
+		queues = e.routeQueues(e.routed)
+	} else {
+		for b := range e.brokers {
+			e.routed[b/64] |= 1 << (b % 64)
+		}
+	}
 	n := sc.producers()
 	if n > 1 {
 		e.herd = newHerding(sc, seconds, n)
@@ -212,7 +234,7 @@ func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latenc
 	}
 	indexRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, idx), splitmix(sc.Seed, idx+1)))}
 	tableRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, tbl), splitmix(sc.Seed, tbl+1)))}
-	ps := &producerSim{index: p}
+	ps := &producerSim{index: p, random: indexRand, route: slices.Clone(e.routed)}
 	var err error
 	if ps.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
 		return nil, err
@@ -222,6 +244,7 @@ func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latenc
 	ps.tl = newTimeline(sc, e.clock, index, p == 0)
 	if e.herd != nil {
 		ps.tl.herd = e.herd.producer(p)
+		ps.tl.herd.setRoute(ps.route)
 	}
 	env := Env{
 		Clock:    e.clock,
@@ -258,7 +281,58 @@ func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latenc
 	if _, err := ps.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
 		e.period = int64(spec.Latency.DetectPeriod)
 	}
+	if e.poll > 0 {
+		ps.picker.RouteChanged(ps.info) // the route it starts with
+	}
 	return ps, nil
+}
+
+// nameServer sets e.routed to the brokers the name server's route names at
+// t.
+func (e *engine) nameServer(t int64) {
+	clear(e.routed)
+	for i, b := range e.brokers {
+		if b.inRoute(t) {
+			e.routed[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// routeQueues returns the queues of the brokers in set, in the scenario's
+// order, in e.scratch.
+func (e *engine) routeQueues(set []uint64) []route.MessageQueue {
+	e.scratch = e.scratch[:0]
+	for _, q := range e.queues {
+		if b := e.byName[q.BrokerName].index; set[b/64]&(1<<(b%64)) != 0 {
+			e.scratch = append(e.scratch, q)
+		}
+	}
+	return e.scratch
+}
+
+// pollRoute is producer p's route poll at the engine's now: when the name
+// server's route differs from p's, p takes it (a new publish info, whose
+// index starts afresh, as a client's new route does) and tells its strategy
+// (RouteChanged), so sends started from now on pick over it; a send in
+// flight keeps the route it started with. A route naming no broker is not
+// taken: the name server answers TOPIC_NOT_EXIST, and the client keeps the
+// route it has.
+func (e *engine) pollRoute(p *producerSim) error {
+	e.nameServer(e.now)
+	if slices.Equal(e.routed, p.route) || !slices.ContainsFunc(e.routed, func(w uint64) bool { return w != 0 }) {
+		return nil
+	}
+	info, err := route.NewPublishInfoFromQueues(Topic, e.routeQueues(e.routed), route.WithRandom(p.random))
+	if err != nil {
+		return err
+	}
+	if p.tl.herd != nil {
+		p.tl.routeChanged(e.now, e.routed) // closes the second counted over the old route first
+	}
+	copy(p.route, e.routed)
+	p.info = info
+	p.picker.RouteChanged(info)
+	return nil
 }
 
 // close closes every producer's strategy.
@@ -308,6 +382,16 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		}
 	}
+	if e.poll > 0 {
+		// Each producer started at a moment of its own: its polls have a
+		// phase of their own.
+		phases := rand.New(rand.NewPCG(splitmix(e.sc.Seed, pollStream), splitmix(e.sc.Seed, pollStream+1)))
+		for p := range nprod {
+			if at := 1 + phases.Int64N(e.poll); at < e.end {
+				e.schedule(at, evPoll, p)
+			}
+		}
+	}
 	var reported int64 // the virtual time last reported to e.progress
 	for i := 0; e.active > 0 && len(e.queue) > 0; i++ {
 		ev := e.queue.pop()
@@ -340,6 +424,13 @@ func (e *engine) run(ctx context.Context) error {
 				}
 			}
 			e.schedule(e.now+e.period, evDetect, int(ev.sender))
+		case evPoll:
+			if err := e.pollRoute(e.prods[ev.sender]); err != nil {
+				return err
+			}
+			if at := e.now + e.poll; at < e.end {
+				e.schedule(at, evPoll, int(ev.sender))
+			}
 		}
 		// Every 256 events (not every 4096, nor every virtual second): where
 		// an event is slow (thousands of queues, all isolated) that many

@@ -16,7 +16,8 @@ type FleetResult struct {
 	// available), or sent it less than half of what round robin over its
 	// route would have (judged only for a producer that made at least as
 	// many attempts in the second as its route has queues, so round robin
-	// would have reached every broker).
+	// would have reached every broker, and whose route did not change
+	// within the second).
 	Herding []float64
 	// HerdingBroker holds, per second, the index (in the scenario's order)
 	// of the broker that share left, -1 in a second no producer left any.
@@ -33,8 +34,7 @@ type FleetResult struct {
 // each producer's part is guarded by the producer's timeline.
 type herding struct {
 	brokers, seconds, producers int
-	queues                      []int // per broker: its queues in the route
-	total                       int   // the route's queues
+	queues                      []int // per broker: its queues
 	left                        []int32
 	prods                       []producerHerd
 }
@@ -44,6 +44,9 @@ type herding struct {
 // bitsets), so a fleet of thousands stays small.
 type producerHerd struct {
 	h         *herding
+	route     []uint64 // the brokers the producer's route names
+	total     int      // their queues
+	changed   bool     // the route changed during sec: its traffic is not judged
 	sec       int
 	attempts  int32
 	perBroker []int32
@@ -53,25 +56,38 @@ type producerHerd struct {
 
 func newHerding(sc *Scenario, seconds, producers int) *herding {
 	h := &herding{brokers: len(sc.Brokers), seconds: seconds, producers: producers,
-		queues: make([]int, len(sc.Brokers)), total: sc.Queues(),
-		left: make([]int32, seconds*len(sc.Brokers)), prods: make([]producerHerd, producers)}
+		queues: make([]int, len(sc.Brokers)),
+		left:   make([]int32, seconds*len(sc.Brokers)), prods: make([]producerHerd, producers)}
 	for i, b := range sc.Brokers {
 		h.queues[i] = b.Queues
 	}
 	words := (h.brokers + 63) / 64
 	// One allocation for every producer's counts and bitsets.
 	counts := make([]int32, producers*h.brokers)
-	sets := make([]uint64, 2*producers*words)
+	sets := make([]uint64, 3*producers*words)
+	set := func(p, k int) []uint64 { i := (3*p + k) * words; return sets[i : i+words : i+words] }
 	for p := range h.prods {
-		h.prods[p] = producerHerd{h: h,
-			perBroker: counts[p*h.brokers : (p+1)*h.brokers : (p+1)*h.brokers],
-			isoSec:    sets[2*p*words : (2*p+1)*words : (2*p+1)*words],
-			isoNow:    sets[(2*p+1)*words : (2*p+2)*words : (2*p+2)*words]}
+		h.prods[p] = producerHerd{h: h, perBroker: counts[p*h.brokers : (p+1)*h.brokers : (p+1)*h.brokers],
+			isoSec: set(p, 0), isoNow: set(p, 1), route: set(p, 2)}
 	}
 	return h
 }
 
 func (h *herding) producer(p int) *producerHerd { return &h.prods[p] }
+
+// setRoute makes the producer's route the brokers of set (copied): round
+// robin's share is reckoned over it.
+func (ph *producerHerd) setRoute(set []uint64) {
+	copy(ph.route, set)
+	ph.total = 0
+	for b, q := range ph.h.queues {
+		if set[b/64]&(1<<(b%64)) != 0 {
+			ph.total += q
+		}
+	}
+}
+
+func (ph *producerHerd) routes(b int) bool { return ph.route[b/64]&(1<<(b%64)) != 0 }
 
 func (h *herding) second(at int64) int {
 	return min(int(at/int64(time.Second)), h.seconds-1)
@@ -90,6 +106,7 @@ func (ph *producerHerd) roll(now int64) {
 		ph.h.count(k, ph.isoNow)
 	}
 	ph.sec = s
+	ph.changed = false
 	ph.attempts = 0
 	clear(ph.perBroker)
 	copy(ph.isoSec, ph.isoNow)
@@ -98,12 +115,13 @@ func (ph *producerHerd) roll(now int64) {
 // flush counts the brokers the producer left in the second it holds.
 func (ph *producerHerd) flush() {
 	h := ph.h
-	judge := int(ph.attempts) >= h.total
+	judge := !ph.changed && ph.total > 0 && int(ph.attempts) >= ph.total
 	row := h.left[ph.sec*h.brokers : (ph.sec+1)*h.brokers]
 	for b := range h.brokers {
 		isolated := ph.isoSec[b/64]&(1<<(b%64)) != 0
-		// fewer than half of what round robin would have sent it
-		off := judge && 2*int64(ph.perBroker[b])*int64(h.total) < int64(ph.attempts)*int64(h.queues[b])
+		// fewer than half of what round robin over its route would have
+		// sent it (a broker its route does not name is not its choice)
+		off := judge && ph.routes(b) && 2*int64(ph.perBroker[b])*int64(ph.total) < int64(ph.attempts)*int64(h.queues[b])
 		if isolated || off {
 			row[b]++
 		}

@@ -106,6 +106,7 @@ func TestHerdingCount(t *testing.T) {
 	sc := fleetScenario(2, 2) // 2 brokers of 4 queues
 	h := newHerding(sc, 10, 2)
 	p := h.producer(0)
+	p.setRoute([]uint64{3}) // both brokers
 	s := func(k int64, frac float64) int64 { return k*sec + int64(frac*float64(sec)) }
 	p.isolated(s(1, 0.5), 1, true)  // broker-b isolated from 1.5 s ...
 	p.isolated(s(4, 0.2), 1, false) // ... to 4.2 s
@@ -132,6 +133,30 @@ func TestHerdingCount(t *testing.T) {
 	r := h.result(sc)
 	if r.Peak != 0.5 || r.PeakAt != 1 || r.PeakBroker != "broker-b" || r.HerdingBroker[5] != 0 {
 		t.Errorf("result = %+v, want a peak of 1 producer in 2 on broker-b from second 1", r)
+	}
+
+	// Over a route naming broker-a alone, sending only to it is round
+	// robin; the poll that brings broker-b back closes that second under the
+	// old route, and the second it came back in is not judged.
+	tl := &timeline{herd: h.producer(1)}
+	q := tl.herd
+	q.setRoute([]uint64{1})
+	for i := range 8 {
+		q.attempt(s(2, float64(i)/10), 0)
+	}
+	route := []uint64{3}
+	tl.routeChanged(s(3, 0.5), route)
+	for i := range 8 {
+		q.attempt(s(3, 0.5+float64(i)/20), 0)
+	}
+	q.finish(s(4, 0))
+	// Producer 0's isolation of broker-b (1.5 s to 4.2 s) is all there is.
+	if got := [2]int32{h.left[2*2+1], h.left[2*3+1]}; got != [2]int32{1, 1} {
+		t.Errorf("broker-b left in seconds 2 and 3 by %v producers, want only producer 0's isolation (1 each)", got)
+	}
+	route[0] = 0 // the herding count keeps its own copy of the route
+	if !q.routes(1) {
+		t.Error("the herding count's route changed with the caller's slice")
 	}
 }
 

@@ -338,6 +338,12 @@ func (s *Scenario) Summary(seed uint64) string {
 		if br.QueueWait > 0 {
 			fmt.Fprintf(&b, "  %s serves %g sends/s, a send queue of at most %s\n", br.Name, br.Capacity, br.QueueWait)
 		}
+		if br.Joins > 0 {
+			fmt.Fprintf(&b, "  %s joins the route at %s\n", br.Name, fmtSec(br.Joins))
+		}
+	}
+	if s.routeChanges() {
+		fmt.Fprintf(&b, "  each producer polls the route every %s\n", s.routePoll())
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "  %6s..%-6s %-10s %s\n", fmtSec(e.At), fmtSec(e.End()), e.Broker, e.describe())
@@ -374,6 +380,8 @@ func (e Event) describe() string {
 		s = fmt.Sprintf("busy: %g%% of attempts answered with code %d%s", 100*e.Rate, code, name)
 	case StateFlapping:
 		s = fmt.Sprintf("flapping: down for %s of every %s", e.Period/2, e.Period)
+	case StateGone:
+		s = "gone: out of the route (a producer learns at its next poll)"
 	case StateStall:
 		s = fmt.Sprintf("stall: the store stops serving sends for %s of every %s", e.Length, e.Period)
 	default:

@@ -43,7 +43,7 @@ events:
 				`line 11: events[0].broker: "broker-z" is not one of the scenario's brokers`,
 				`line 12: events[1].at: "soon" is not a duration (write it as 250ms, 30s or 1m30s)`,
 				`line 12: events[1].for: 0s must be positive`,
-				`line 12: events[1].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall`,
+				`line 12: events[1].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`,
 			},
 		},
 		{

@@ -98,6 +98,12 @@ type Scenario struct {
 	// load each arrival is a producer's at random (each producer's
 	// arrivals a Poisson process at Rate/Producers).
 	Producers int
+	// RoutePoll is how often each producer asks the name server for the
+	// route (the client's pollNameServerInterval; 30 s when zero), each
+	// producer at a phase of its own drawn from the seed. A producer learns
+	// of a broker that left (a gone event) or joined (Broker.Joins) the
+	// route only at its next poll. Without route changes no poll is made.
+	RoutePoll time.Duration
 	// Brokers are the topic's brokers.
 	Brokers []Broker
 	// Events change brokers' states for a while.
@@ -117,6 +123,10 @@ type Broker struct {
 	// SYSTEM_BUSY (code 2), as a flow-controlled RocketMQ broker does.
 	// Zero means unlimited.
 	Capacity float64
+	// Joins, when positive, is when the broker joins the name server's
+	// route: before it no producer's route names it; each producer learns
+	// of it at its first route poll from then on.
+	Joins time.Duration
 	// QueueWait, when positive, replaces the token bucket by RocketMQ's
 	// send queue: the broker serves Capacity sends per second in arrival
 	// order, a send waits in the queue until the ones ahead of it are
@@ -164,11 +174,18 @@ const (
 	// as a disk, page-cache, GC or replication stall gives. Between stalls
 	// the broker is up; probes find it reachable throughout.
 	StateStall State = "stall"
+	// StateGone takes the broker out of the name server's route for the
+	// event's window: a producer that polls the route then (RoutePoll)
+	// stops sending to it, until a poll after the window finds it back.
+	// It changes nothing about the broker itself, which another event may
+	// put down (a killed broker leaves the route some seconds after it
+	// dies) or leave up (a broker taken out of the route for maintenance).
+	StateGone State = "gone"
 )
 
 // eventStates lists the states an event may set, in the order error
 // messages name them.
-var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping, StateStall}
+var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping, StateStall, StateGone}
 
 // Probe is what the simulated detector's probe of a broker answers. By
 // default it follows the broker's state: down and blackhole (and flapping
@@ -341,6 +358,12 @@ func (s *Scenario) validate(p *problems) {
 			s.Producers, s.Producers, s.Producers, s.Senders)
 	}
 	switch {
+	case s.RoutePoll < 0:
+		p.add("route_poll", "%s must be positive", s.RoutePoll)
+	case s.RoutePoll > MaxDuration:
+		p.add("route_poll", "%s is longer than %s", s.RoutePoll, MaxDuration)
+	}
+	switch {
 	case s.SendTimeout < 0:
 		p.add("send_timeout", "%s must be positive", s.SendTimeout)
 	case s.SendTimeout > MaxSendTimeout:
@@ -373,6 +396,12 @@ func (s *Scenario) validate(p *problems) {
 			p.add(path+".capacity", "%v must be 0 (unlimited) or a positive number of sends per second", b.Capacity)
 		}
 		switch {
+		case b.Joins < 0:
+			p.add(path+".joins", "%s must not be negative", b.Joins)
+		case s.Duration > 0 && b.Joins >= s.Duration:
+			p.add(path+".joins", "%s is not before the end of the scenario (%s): the broker would never be in the route", b.Joins, s.Duration)
+		}
+		switch {
 		case b.QueueWait < 0:
 			p.add(path+".queue_wait", "%s must be positive (how long a send may wait in the broker's queue)", b.QueueWait)
 		case b.QueueWait > MaxSendTimeout:
@@ -389,6 +418,16 @@ func (s *Scenario) validate(p *problems) {
 	for i, e := range s.Events {
 		e.validate(p, fmt.Sprintf("events[%d]", i), seen, s.Duration)
 	}
+	if len(s.Brokers) > 0 && !slices.ContainsFunc(s.Brokers, s.routedAtStart) {
+		p.add("brokers", "no broker is in the route at the start (each joins later or is gone at 0s): a producer starts with the route")
+	}
+}
+
+// routedAtStart reports whether b is in the name server's route at time 0.
+func (s *Scenario) routedAtStart(b Broker) bool {
+	return b.Joins <= 0 && !slices.ContainsFunc(s.Events, func(e Event) bool {
+		return e.State == StateGone && e.Broker == b.Name && e.At == 0
+	})
 }
 
 // validateSize refuses a scenario whose fields are each within their
@@ -534,6 +573,9 @@ func (e Event) validate(p *problems, path string, brokers map[string]int, durati
 	}
 	switch e.Probe {
 	case ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout:
+		if e.Probe != ProbeAuto && e.State == StateGone {
+			p.add(path+".probe", "a gone event changes only the route, not what probes answer: leave the field out")
+		}
 	default:
 		p.add(path+".probe", "%q is not one of %s", e.Probe, probeList())
 	}
@@ -573,6 +615,20 @@ func (s *Scenario) seconds() int {
 // has reports whether an event of the scenario puts a broker in state st.
 func (s *Scenario) has(st State) bool {
 	return slices.ContainsFunc(s.Events, func(e Event) bool { return e.State == st })
+}
+
+// routePoll is how often each producer polls the route.
+func (s *Scenario) routePoll() time.Duration {
+	if s.RoutePoll > 0 {
+		return s.RoutePoll
+	}
+	return 30 * time.Second
+}
+
+// routeChanges reports whether the route changes during a run: a broker
+// joins late or an event takes one out of it.
+func (s *Scenario) routeChanges() bool {
+	return s.has(StateGone) || slices.ContainsFunc(s.Brokers, func(b Broker) bool { return b.Joins > 0 })
 }
 
 // producers is the number of producers of a run: Producers, at least 1.

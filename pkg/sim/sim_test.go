@@ -204,6 +204,9 @@ func randomScenario(r *rand.Rand, i int) *Scenario {
 			e.Length = max(e.Period/time.Duration(1+r.IntN(4)), 1)
 		}
 		e.Probe = []Probe{ProbeAuto, ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout}[r.IntN(5)]
+		if e.State == StateGone {
+			e.Probe = ProbeAuto
+		}
 		s.Events = append(s.Events, e)
 	}
 	return s

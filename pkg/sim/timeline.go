@@ -118,6 +118,17 @@ func (t *timeline) attempted(now int64, b int) {
 	t.herd.attempt(now, b)
 }
 
+// routeChanged tells the herding count of the producer that its route is
+// now route, after closing the second it counted under the old one if that
+// has passed (a fleet's producers only).
+func (t *timeline) routeChanged(now int64, route []uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.herd.roll(now)
+	t.herd.setRoute(route)
+	t.herd.changed = true // its attempts this second went over two routes
+}
+
 // finish closes the herding figure's count of the producer at the run's
 // end (a fleet's producers only).
 func (t *timeline) finish(end int64) {
