@@ -44,6 +44,15 @@ func TestScenarioTooLarge(t *testing.T) {
 			}
 			return sc
 		}, []string{"(duration + send timeout) x brokers", "86404 seconds", "256 brokers"}},
+		{"producers x brokers x duration", func() *Scenario {
+			sc := bigScenario()
+			sc.Brokers, sc.Events = sc.Brokers[:64], nil
+			for i := range sc.Brokers {
+				sc.Brokers[i].Queues = 1
+			}
+			sc.Duration, sc.Load, sc.Rate, sc.Senders, sc.Producers = time.Minute, LoadClosed, 5000, 5000, 5000
+			return sc
+		}, []string{"producers x brokers x duration", "5000 producers x 64 brokers x 1m0s", "1.92e+07"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,10 @@ const (
 	// MaxProducerQueues bounds the producers times the queues of every
 	// broker: each producer of a fleet keeps its own route and fault state.
 	MaxProducerQueues = 1 << 19
+	// MaxProducerBrokerSeconds bounds the producers times the brokers times
+	// the duration in seconds: each producer's detector probes every broker
+	// of its fault table each round.
+	MaxProducerBrokerSeconds = 1e7
 	// MaxSendQueues bounds the sends (rate x duration) times the queues of
 	// every broker: a pick may visit every queue of the route (the
 	// isolation cap's pass over the route does, after each change of the
@@ -455,6 +459,11 @@ func (s *Scenario) validateSize(p *problems) {
 			p.add("", "the scenario is too large: producers x queues is %d producers x %d queues = %d, more than %d "+
 				"(each producer keeps its own route and fault state): use fewer producers or queues",
 				s.Producers, s.Queues(), pq, MaxProducerQueues)
+		}
+		if pbs := float64(s.Producers) * float64(len(s.Brokers)) * s.Duration.Seconds(); durationOK && pbs > MaxProducerBrokerSeconds {
+			p.add("", "the scenario is too large: producers x brokers x duration is %d producers x %d brokers x %s = %.3g, more than %.0e "+
+				"(each producer's detector probes every broker each round): use fewer producers or brokers, or a shorter duration",
+				s.Producers, len(s.Brokers), s.Duration, pbs, float64(MaxProducerBrokerSeconds))
 		}
 	}
 	if durationOK && brokersOK && s.SendTimeout >= 0 && s.SendTimeout <= MaxSendTimeout {
