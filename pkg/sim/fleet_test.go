@@ -24,7 +24,8 @@ func TestFleetOneProducer(t *testing.T) {
 		sc := loadTestScenario(t, name)
 		one := *sc
 		one.Producers = 1
-		a, b := mustRun(t, sc), mustRun(t, &one)
+		strats := WithStrategies(mustSelect(t, "off", "mqfault")...)
+		a, b := mustRun(t, sc, strats), mustRun(t, &one, strats)
 		var ta, tb, ja, jb bytes.Buffer
 		if err := a.WriteTable(&ta); err != nil {
 			t.Fatal(err)
