@@ -26,12 +26,14 @@ type Strategy struct {
 	// Latency configures the latency strategy.
 	Latency latency.Config
 	// Producer configures the send loop. Its Timeout is replaced by the
-	// scenario's send_timeout.
+	// scenario's send_timeout (see AttemptTimeout). Each producer of a
+	// fleet has a policy of its own (its own retry budget).
 	Producer producer.Config
 	// New, when set, builds the latency strategy instead of
 	// latency.NewStrategy(cfg, env.Options()...), for contenders that need
 	// more collaborators (a custom fault table, an observer). It must use
-	// env's clock, and it is called once per run, on the run's goroutine.
+	// env's clock, and it is called once per producer of a run (once for a
+	// run of one producer), on the run's goroutine.
 	New func(cfg latency.Config, env Env) (*latency.Strategy, error)
 	// Ablated, when set, says the strategy is another one (Ablated.Of) with
 	// one policy switched off (Ablation.Of sets it). Reports compare its
@@ -40,8 +42,9 @@ type Strategy struct {
 	// Picker, when set, builds what the send loop picks queues with in
 	// place of the latency strategy (a client's own queue selection, which
 	// no fault table changes); it is given the latency strategy, which
-	// still runs the detector rounds and the timeline. Called once per run,
-	// on the run's goroutine.
+	// still runs the detector rounds and the timeline. Called once per
+	// producer of a run, on the run's goroutine; the picker it returns must
+	// be safe for concurrent use, as producer.Strategy says.
 	Picker func(s *latency.Strategy) producer.Strategy
 	// AttemptTimeout, when positive, is the client's own timeout of every
 	// attempt (rocketmq-client-go's 3 s), applied on top of the send
