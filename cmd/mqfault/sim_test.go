@@ -53,7 +53,7 @@ func TestSimCommand(t *testing.T) {
 		{"help", []string{"sim", "--help"}, 0, "usage: mqfault sim", "", false},
 		{"some strategies", []string{"sim", "--scenario", good, "--strategies", "v5,off"}, 0, "  v5 ", "", false},
 		{"unknown strategy", []string{"sim", "--strategies", "v5,v6"}, exitUsage, "",
-			"mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault; ablations: " + strings.Join(sim.AblationNames(), ", ") + ")\n", true},
+			"mqfault sim: --strategies: unknown strategy \"v6\" (known: off, v4, v5, v5+detector, mqfault, client-go; ablations: " + strings.Join(sim.AblationNames(), ", ") + ")\n", true},
 		{"ablation without mqfault", []string{"sim", "--scenario", good, "--ablation", "--strategies", "v5"}, exitUsage, "",
 			"mqfault sim: --ablation: the ablations change the mqfault strategy, which is not among the strategies to run (add it to --strategies)\n", true},
 		{"print scenario ablation", []string{"sim", "--print-scenario", "--ablation"}, exitUsage, "", "--ablation does not apply", true},
@@ -69,7 +69,7 @@ func TestSimCommand(t *testing.T) {
 		{"empty strategy name", []string{"sim", "--scenario", "-", "--strategies", "v4,"}, exitUsage, "", `unknown strategy ""`, true},
 		{"missing file", []string{"sim", "--scenario", filepath.Join(t.TempDir(), "none.yaml")}, exitUsage, "", "no such file", true},
 		{"invalid scenario", []string{"sim", "--scenario", bad}, exitUsage, "",
-			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping`, true},
+			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`, true},
 		{"unwritable report", []string{"sim", "--scenario", good, "--report", filepath.Join(t.TempDir(), "no", "r.html")}, exitUsage, "", "--report: open", true},
 	}
 	for _, tt := range tests {

@@ -253,10 +253,19 @@ func (r *Report) SameAsBase(i int) (base int, same Sameness) {
 	switch {
 	case !sameNumbers(res, b):
 		return base, Differs
-	case !reflect.DeepEqual(res.Series, b.Series) || !reflect.DeepEqual(res.Timeline, b.Timeline):
+	case !reflect.DeepEqual(res.Series, b.Series) || !reflect.DeepEqual(res.Timeline, b.Timeline) || !reflect.DeepEqual(res.Fleet, b.Fleet):
 		return base, SameNumbers
 	}
 	return base, SameRun
+}
+
+// sameFleetPeak reports whether two fleets' figures in the table (the
+// herding peak) are the same, or both runs are not fleets.
+func sameFleetPeak(a, b *FleetResult) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Producers == b.Producers && a.Peak == b.Peak && a.PeakAt == b.PeakAt && a.PeakBroker == b.PeakBroker
 }
 
 // hasBase reports whether result i is an ablation whose base is in the
@@ -272,7 +281,8 @@ func sameNumbers(a, b *Result) bool {
 	return a.Sends == b.Sends && a.Succeeded == b.Succeeded && a.Failed == b.Failed && a.Attempts == b.Attempts &&
 		a.FirstAttemptFailures == b.FirstAttemptFailures && a.UnhealthyAttempts == b.UnhealthyAttempts &&
 		a.Retries == b.Retries && a.RetriesRefused == b.RetriesRefused && a.BusyAnswers == b.BusyAnswers &&
-		a.Shed == b.Shed && a.InFlightAtEnd == b.InFlightAtEnd && a.Latency == b.Latency && slices.Equal(a.Brokers, b.Brokers)
+		a.Shed == b.Shed && a.InFlightAtEnd == b.InFlightAtEnd && a.Latency == b.Latency && slices.Equal(a.Brokers, b.Brokers) &&
+		sameFleetPeak(a.Fleet, b.Fleet)
 }
 
 // ablationBases returns the names of the strategies the report's ablations

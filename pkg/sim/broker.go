@@ -124,6 +124,8 @@ type brokerSim struct {
 	addr    string
 	base    dist
 	windows []window // in the scenario's order: the last active one wins
+	joins   int64    // when the broker joins the name server's route
+	gone    []window // when it is out of the route (gone events)
 
 	// token bucket; rate 0 means unlimited
 	rate, burst, tokens float64
@@ -135,6 +137,12 @@ type brokerSim struct {
 	queueWait int64
 	service   float64 // ns one send occupies the server: 1e9/rate
 	free      float64
+
+	// the current stall (stall): when it ends, the sends accepted to wait
+	// for its end, and when the server would have been free without them
+	stallEnd int64
+	stallN   int
+	stallPre float64
 
 	errDown, errTimeout, errFull error
 }
@@ -161,11 +169,17 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportNotSent, Err: errRefused}
 	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportTimeout, Err: errNoReply}
 	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
+	bs.joins = int64(b.Joins)
 	for _, e := range events {
 		if e.Broker != b.Name {
 			continue
 		}
 		w := window{from: int64(e.At), to: int64(e.End()), ev: e}
+		if e.State == StateGone {
+			// Not a state of the broker: of the name server's route.
+			bs.gone = append(bs.gone, w)
+			continue
+		}
 		switch e.State {
 		case StateSlow:
 			w.slow = newDist(e.Latency)
@@ -190,6 +204,20 @@ func splitmix(seed, stream uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
+// inRoute reports whether the name server's route names the broker at t:
+// it has joined and no gone event holds it out.
+func (b *brokerSim) inRoute(t int64) bool {
+	if t < b.joins {
+		return false
+	}
+	for i := range b.gone {
+		if w := &b.gone[i]; t >= w.from && t < w.to {
+			return false
+		}
+	}
+	return true
+}
+
 // stateAt returns the broker's effective state at t (flapping resolved to
 // down or up) and the window that sets it (nil when up outside any window).
 func (b *brokerSim) stateAt(t int64) (State, *window) {
@@ -198,10 +226,16 @@ func (b *brokerSim) stateAt(t int64) (State, *window) {
 		if t < w.from || t >= w.to {
 			continue
 		}
-		if w.ev.State == StateFlapping {
+		switch w.ev.State {
+		case StateFlapping:
 			p := int64(w.ev.Period)
 			if (t-w.from)%p < p/2 {
 				return StateDown, w
+			}
+			return StateUp, w
+		case StateStall:
+			if (t-w.from)%int64(w.ev.Period) < int64(w.ev.Length) {
+				return StateStall, w
 			}
 			return StateUp, w
 		}
@@ -262,6 +296,15 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 		}
 		o.Elapsed, drew = d.at(u.z), true
 		switch {
+		case st == StateStall:
+			wait, ahead, ok := b.stall(t, w)
+			if !ok {
+				o.Elapsed = time.Duration(wait)
+				o.Remark, o.Err = b.queueTimeout(time.Duration(wait), ahead)
+				o.Class, o.Code = producer.ClassBusy, SystemBusy
+				break
+			}
+			o.Elapsed += time.Duration(wait)
 		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Remark, o.Err = brokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
 		case b.queueWait > 0:
@@ -288,8 +331,60 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 // answer (whose size of queue is the queue's length when it answers; the
 // simulator gives the length the send joined), its remark and its error.
 func (b *brokerSim) queueFull(ahead int) (remark string, err error) {
-	remark = remarkQueueTimeout(time.Duration(b.queueWait), ahead)
+	return b.queueTimeout(time.Duration(b.queueWait), ahead)
+}
+
+// queueTimeout is the answer to a send that waited wait in the queue, having
+// found ahead sends queued before it.
+func (b *brokerSim) queueTimeout(wait time.Duration, ahead int) (remark string, err error) {
+	remark = remarkQueueTimeout(wait, ahead)
 	return remark, &producer.BrokerError{Broker: b.name(), Code: SystemBusy, Remark: remark}
+}
+
+// defaultQueueWait is RocketMQ's waitTimeMillsInSendQueue default: how long
+// a send waits in the send queue of a stalled broker that has no queue_wait,
+// and a family's send queue when the family gives no wait.
+const defaultQueueWait = 200 * time.Millisecond
+
+// stall is what a send arriving at t meets during a stall of window w: the
+// store serves nothing until the stall ends, then the sends queued for it
+// in arrival order (at the broker's capacity when it has a send queue, all
+// at once otherwise). ok=true: it is served after waiting wait (ns);
+// ok=false: it would wait longer than the send queue allows (the broker's
+// queue_wait, or defaultQueueWait) and is answered after waiting that
+// long. ahead is how many sends were queued ahead of it: the ones accepted
+// to wait for this stall's end, and those still to be served from before
+// it.
+func (b *brokerSim) stall(t int64, w *window) (wait int64, ahead int, ok bool) {
+	p := int64(w.ev.Period)
+	end := min(w.from+(t-w.from)/p*p+int64(w.ev.Length), w.to)
+	if end != b.stallEnd {
+		b.stallEnd, b.stallN, b.stallPre = end, 0, b.free
+	}
+	limit := b.queueWait
+	if limit == 0 {
+		limit = int64(defaultQueueWait)
+	}
+	start := float64(end)
+	if b.service > 0 {
+		start = max(b.free, start)
+	}
+	if d := start - float64(t); d > float64(limit) {
+		ahead = b.stallN
+		switch {
+		case b.service == 0:
+		case b.stallPre > float64(end): // the queue runs on from before the stall: no gap in it
+			ahead = int(math.Ceil((b.free - float64(t)) / b.service))
+		case b.stallPre > float64(t):
+			ahead += int(math.Ceil((b.stallPre - float64(t)) / b.service))
+		}
+		return limit, ahead, false
+	}
+	b.stallN++
+	if b.service > 0 {
+		b.free = start + b.service
+	}
+	return int64(start) - t, 0, true
 }
 
 func (b *brokerSim) name() string { return b.cfg.Name }

@@ -41,7 +41,11 @@
 //     (connection refused after 1 ms), blackhole (no answer: the attempt
 //     runs into its Plan.Timeout), slow (the event's latency), busy (the
 //     event's code at the event's rate), flapping (down for the first half
-//     of each period, up for the second). A broker with a capacity answers
+//     of each period, up for the second), stall (for Length of every
+//     Period the store serves nothing: a send waits for the stall's end in
+//     the send queue, or past its queue_wait, RocketMQ's 200 ms without one,
+//     is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] with the few sends
+//     queued ahead of it). A broker with a capacity answers
 //     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
 //     of 50 ms worth of sends); with a queue_wait it queues instead:
 //     RocketMQ's send queue, served first in, first out at Capacity sends a
@@ -57,6 +61,16 @@
 //     timeout error at once instead of waiting for it), up, slow and busy
 //     reachable; an event may force the answer (Event.Probe). Probes take
 //     no virtual time.
+//   - Route changes (a gone event, Broker.Joins): each producer polls the
+//     name server's route every RoutePoll from a phase drawn from the seed
+//     and takes a route that changed (a new publish info, told to its
+//     strategy through RouteChanged); sends in flight keep their route.
+//   - A fleet (Scenario.Producers above 1): that many producers, each with
+//     its own latency strategy (fault table, timers, detector), policy
+//     (retry budget) and publish info, share the run's brokers and clock;
+//     the senders (closed load) or arrivals (open load) are split among
+//     them. Result adds their counts up and Result.Fleet holds the herding
+//     figure.
 //
 // # What a run records
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
@@ -25,6 +26,7 @@ const (
 	evAttemptEnd                  // a sender's attempt ends
 	evDetect                      // a detector round
 	evArrive                      // a send arrives (open load)
+	evPoll                        // a producer polls the route
 )
 
 // event is one entry of the event queue. Events are ordered by time, then by
@@ -93,6 +95,22 @@ type sender struct {
 	key    uint64         // senderKey: its attempts' draws follow from it
 	out    producer.Outcome
 	broker *brokerSim
+	prod   *producerSim // whose send it is
+}
+
+// producerSim is one producer of a run: its own latency strategy (fault
+// table, isolation timers, detector), send-loop policy (retry budget),
+// publish info (round-robin index) and timeline. A fleet has
+// Scenario.Producers of them, sharing the run's brokers and clock.
+type producerSim struct {
+	index  int
+	strat  *latency.Strategy
+	picker producer.Strategy // what sends pick with: strat, or spec.Picker's
+	policy *producer.Policy
+	info   *route.PublishInfo
+	tl     *timeline
+	random route.RandomSource // its route indexes' random source
+	route  []uint64           // bitset: the brokers its route names
 }
 
 // engine runs one strategy over one scenario. It is not safe for concurrent
@@ -101,9 +119,7 @@ type engine struct {
 	sc       *Scenario
 	spec     Strategy
 	clock    *latency.ManualClock
-	strat    *latency.Strategy
-	policy   *producer.Policy
-	info     *route.PublishInfo
+	prods    []*producerSim
 	brokers  []*brokerSim
 	byName   map[string]*brokerSim
 	dice     *attemptRand // every attempt's draws
@@ -123,17 +139,39 @@ type engine struct {
 	arrived  uint64     // sends arrived so far
 	openKey  uint64     // the draws' key of every send (the send number tells them apart)
 	free     []int32    // slots of senders not in flight
+	owners   *rand.Rand // a fleet's open load: which producer each arrival is
 
 	inFlight int  // sends started and not ended
 	atEnd    bool // the run's end (e.end) has been passed: m.inFlightAtEnd is set
 
-	m  metrics
-	tl *timeline
+	m    metrics
+	herd *herding // a fleet's; nil for one producer
+
+	// route changes (Scenario.routeChanges): producers poll the route
+	poll    int64                // between two polls of one producer; 0: no polls
+	queues  []route.MessageQueue // every broker's queues, in the scenario's order
+	scratch []route.MessageQueue // the queues of a route being built
+	routed  []uint64             // bitset: the brokers the name server's route names now
 }
 
+// Streams of random numbers derived from a scenario's seed, set apart from
+// each other: the first producer's route index and fault table, the open
+// load's arrivals, a fleet's other producers (fleetStream + 4p: index,
+// table) and a fleet's phases and arrival owners.
+const (
+	indexStream   = 1 << 32
+	tableStream   = 1 << 33
+	arrivalStream = 1 << 34
+	fleetStream   = 1 << 41
+	phaseStream   = 1 << 42
+	ownerStream   = 1 << 43
+	pollStream    = 1 << 44
+)
+
 // newEngine builds the run of spec over sc: its own clock, brokers, random
-// sources, latency strategy and publish info.
-func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
+// sources, and its producers (latency strategy, policy, publish info). Its
+// series hold seconds points.
+func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 	e := &engine{
 		sc:     sc,
 		spec:   spec,
@@ -155,43 +193,153 @@ func newEngine(sc *Scenario, spec Strategy) (*engine, error) {
 			queues = append(queues, route.MessageQueue{Topic: Topic, BrokerName: b.Name, QueueID: q})
 		}
 	}
-	indexRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, 1<<32), splitmix(sc.Seed, 1<<32+1)))}
-	tableRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, 1<<33), splitmix(sc.Seed, 1<<33+1)))}
+	e.m.init(sc, len(e.brokers), seconds)
+	e.queues = queues
+	e.routed = make([]uint64, (len(e.brokers)+63)/64)
+	if sc.routeChanges() {
+		e.poll = int64(sc.routePoll())
+		e.nameServer(0)
+		queues = e.routeQueues(e.routed)
+	} else {
+		for b := range e.brokers {
+			e.routed[b/64] |= 1 << (b % 64)
+		}
+	}
+	n := sc.producers()
+	if n > 1 {
+		e.herd = newHerding(sc, seconds, n)
+	}
+	index := brokerIndex(sc)
+	detector := &simDetector{clock: e.clock, epoch: Epoch, byAddr: byAddr}
+	e.prods = make([]*producerSim, 0, n)
+	for p := range n {
+		ps, err := e.newProducer(p, queues, resolver, detector, index)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.prods = append(e.prods, ps)
+	}
+	return e, nil
+}
+
+// newProducer builds producer p of the run: its random sources, publish
+// info, timeline, latency strategy, picker and policy. The first producer's
+// random sources are those a run of one producer has.
+func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latency.Resolver, detector *simDetector, index brokerNames) (*producerSim, error) {
+	sc, spec := e.sc, e.spec
+	idx, tbl := uint64(indexStream), uint64(tableStream)
+	if p > 0 {
+		idx, tbl = fleetStream+4*uint64(p), fleetStream+4*uint64(p)+2
+	}
+	indexRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, idx), splitmix(sc.Seed, idx+1)))}
+	tableRand := &lockedRand{r: rand.New(rand.NewPCG(splitmix(sc.Seed, tbl), splitmix(sc.Seed, tbl+1)))}
+	ps := &producerSim{index: p, random: indexRand, route: slices.Clone(e.routed)}
 	var err error
-	if e.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
+	if ps.info, err = route.NewPublishInfoFromQueues(Topic, queues, route.WithRandom(indexRand)); err != nil {
 		return nil, err
 	}
-	e.tl = newTimeline(sc, e.clock)
+	// A fleet's timeline is its first producer's; every producer's feeds
+	// the herding figure.
+	ps.tl = newTimeline(sc, e.clock, index, p == 0)
+	if e.herd != nil {
+		ps.tl.herd = e.herd.producer(p)
+		ps.tl.herd.setRoute(ps.route)
+	}
 	env := Env{
 		Clock:    e.clock,
 		Resolver: resolver,
-		Detector: &simDetector{clock: e.clock, epoch: Epoch, byAddr: byAddr},
+		Detector: detector,
 		Random:   tableRand,
-		Observer: e.tl,
+		Observer: ps.tl,
 	}
 	if spec.New != nil {
-		e.strat, err = spec.New(spec.Latency, env)
+		ps.strat, err = spec.New(spec.Latency, env)
 	} else {
-		e.strat, err = latency.NewStrategy(spec.Latency, env.Options()...)
+		ps.strat, err = latency.NewStrategy(spec.Latency, env.Options()...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", spec.Name, err)
 	}
-	if e.strat == nil {
+	if ps.strat == nil {
 		return nil, fmt.Errorf("strategy %s: New returned no strategy", spec.Name)
 	}
-	e.tl.ft = e.strat.FaultTolerance()
+	ps.tl.ft = ps.strat.FaultTolerance()
+	ps.picker = ps.strat
+	if spec.Picker != nil {
+		if ps.picker = spec.Picker(ps.strat); ps.picker == nil {
+			_ = ps.strat.Close()
+			return nil, fmt.Errorf("strategy %s: Picker returned no strategy", spec.Name)
+		}
+	}
 	pcfg := spec.Producer
-	pcfg.Timeout = sc.sendTimeout()
-	if e.policy, err = producer.NewPolicy(pcfg, e.strat.Mode()); err != nil {
-		_ = e.strat.Close()
+	pcfg.Timeout = spec.budget(sc)
+	if ps.policy, err = producer.NewPolicy(pcfg, ps.strat.Mode()); err != nil {
+		_ = ps.strat.Close()
 		return nil, fmt.Errorf("strategy %s: %w", spec.Name, err)
 	}
-	if _, err := e.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
+	if _, err := ps.strat.DetectRound(context.Background()); !errors.Is(err, latency.ErrNoDetector) {
 		e.period = int64(spec.Latency.DetectPeriod)
 	}
-	e.m.init(sc, len(e.brokers))
-	return e, nil
+	if e.poll > 0 {
+		ps.picker.RouteChanged(ps.info) // the route it starts with
+	}
+	return ps, nil
+}
+
+// nameServer sets e.routed to the brokers the name server's route names at
+// t.
+func (e *engine) nameServer(t int64) {
+	clear(e.routed)
+	for i, b := range e.brokers {
+		if b.inRoute(t) {
+			e.routed[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// routeQueues returns the queues of the brokers in set, in the scenario's
+// order, in e.scratch.
+func (e *engine) routeQueues(set []uint64) []route.MessageQueue {
+	e.scratch = e.scratch[:0]
+	for _, q := range e.queues {
+		if b := e.byName[q.BrokerName].index; set[b/64]&(1<<(b%64)) != 0 {
+			e.scratch = append(e.scratch, q)
+		}
+	}
+	return e.scratch
+}
+
+// pollRoute is producer p's route poll at the engine's now: when the name
+// server's route differs from p's, p takes it (a new publish info, whose
+// index starts afresh, as a client's new route does) and tells its strategy
+// (RouteChanged), so sends started from now on pick over it; a send in
+// flight keeps the route it started with. A route naming no broker is not
+// taken: the name server answers TOPIC_NOT_EXIST, and the client keeps the
+// route it has.
+func (e *engine) pollRoute(p *producerSim) error {
+	e.nameServer(e.now)
+	if slices.Equal(e.routed, p.route) || !slices.ContainsFunc(e.routed, func(w uint64) bool { return w != 0 }) {
+		return nil
+	}
+	info, err := route.NewPublishInfoFromQueues(Topic, e.routeQueues(e.routed), route.WithRandom(p.random))
+	if err != nil {
+		return err
+	}
+	if p.tl.herd != nil {
+		p.tl.routeChanged(e.now, e.routed) // closes the second counted over the old route first
+	}
+	copy(p.route, e.routed)
+	p.info = info
+	p.picker.RouteChanged(info)
+	return nil
+}
+
+// close closes every producer's strategy.
+func (e *engine) close() {
+	for _, p := range e.prods {
+		_ = p.strat.Close()
+	}
 }
 
 func (e *engine) schedule(at int64, kind eventKind, s int) {
@@ -199,9 +347,10 @@ func (e *engine) schedule(at int64, kind eventKind, s int) {
 	e.queue.push(event{at: at, seq: e.seq, kind: kind, sender: int32(s)})
 }
 
-// run simulates until every send has ended, then closes the strategy.
+// run simulates until every send has ended, then closes the strategies.
 func (e *engine) run(ctx context.Context) error {
-	defer e.strat.Close()
+	defer e.close()
+	nprod := len(e.prods)
 	if e.sc.open() {
 		e.startArrivals()
 	} else {
@@ -209,6 +358,7 @@ func (e *engine) run(ctx context.Context) error {
 		e.senders = make([]sender, n)
 		for i := range e.senders {
 			e.senders[i].key = senderKey(e.sc.Seed, i)
+			e.senders[i].prod = e.prods[i%nprod]
 		}
 		e.interval = int64(float64(n) / e.sc.Rate * 1e9)
 		e.interval = max(e.interval, 1)
@@ -221,7 +371,26 @@ func (e *engine) run(ctx context.Context) error {
 		}
 	}
 	if e.period > 0 {
-		e.schedule(e.period, evDetect, -1)
+		if nprod == 1 {
+			e.schedule(e.period, evDetect, 0)
+		} else {
+			// A fleet's producers started at different moments: each
+			// one's rounds have a phase of their own.
+			phases := rand.New(rand.NewPCG(splitmix(e.sc.Seed, phaseStream), splitmix(e.sc.Seed, phaseStream+1)))
+			for p := range nprod {
+				e.schedule(1+phases.Int64N(e.period), evDetect, p)
+			}
+		}
+	}
+	if e.poll > 0 {
+		// Each producer started at a moment of its own: its polls have a
+		// phase of their own.
+		phases := rand.New(rand.NewPCG(splitmix(e.sc.Seed, pollStream), splitmix(e.sc.Seed, pollStream+1)))
+		for p := range nprod {
+			if at := 1 + phases.Int64N(e.poll); at < e.end {
+				e.schedule(at, evPoll, p)
+			}
+		}
 	}
 	var reported int64 // the virtual time last reported to e.progress
 	for i := 0; e.active > 0 && len(e.queue) > 0; i++ {
@@ -245,16 +414,23 @@ func (e *engine) run(ctx context.Context) error {
 			s := &e.senders[ev.sender]
 			// Finish reports the outcome through the pick: the fault update.
 			if u := s.drive.Finish(s.out).Update; u.Broker != "" {
-				e.tl.updated(e.now, s.broker.index)
+				s.prod.tl.updated(e.now, s.broker.index)
 			}
 			e.step(int(ev.sender))
 		case evDetect:
-			if e.strat.DetectorEnabled() {
-				if _, err := e.strat.DetectRound(ctx); err != nil {
+			if p := e.prods[ev.sender]; p.strat.DetectorEnabled() {
+				if _, err := p.strat.DetectRound(ctx); err != nil {
 					return err
 				}
 			}
-			e.schedule(e.now+e.period, evDetect, -1)
+			e.schedule(e.now+e.period, evDetect, int(ev.sender))
+		case evPoll:
+			if err := e.pollRoute(e.prods[ev.sender]); err != nil {
+				return err
+			}
+			if at := e.now + e.poll; at < e.end {
+				e.schedule(at, evPoll, int(ev.sender))
+			}
 		}
 		// Every 256 events (not every 4096, nor every virtual second): where
 		// an event is slow (thousands of queues, all isolated) that many
@@ -268,6 +444,11 @@ func (e *engine) run(ctx context.Context) error {
 				reported = min(e.now, e.end)
 				e.progress(reported)
 			}
+		}
+	}
+	if e.herd != nil {
+		for _, p := range e.prods {
+			p.tl.finish(e.now)
 		}
 	}
 	if e.progress != nil {
@@ -291,12 +472,19 @@ func (e *engine) step(i int) {
 		return
 	}
 	b := e.byName[plan.Queue.BrokerName]
-	out, unhealthy, drew := b.attempt(e.now, plan.Timeout, e.dice.draws(s.key, s.sends, s.drawn))
+	timeout := plan.Timeout
+	if t := e.spec.AttemptTimeout; t > 0 {
+		timeout = min(timeout, t)
+	}
+	out, unhealthy, drew := b.attempt(e.now, timeout, e.dice.draws(s.key, s.sends, s.drawn))
 	if drew {
 		s.drawn++
 	}
 	s.out, s.broker = out, b
 	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, isBusy(out), unhealthy)
+	if e.herd != nil {
+		s.prod.tl.attempted(e.now, b.index)
+	}
 	e.schedule(e.now+int64(out.Elapsed), evAttemptEnd, i)
 }
 
@@ -306,14 +494,11 @@ func (e *engine) begin(i int) {
 	s := &e.senders[i]
 	s.start = e.now
 	s.drawn = 0
-	s.drive.Reset(e.strat, e.info, e.policy, producer.KindSync, e.clock.Now())
+	p := s.prod
+	s.drive.Reset(p.picker, p.info, p.policy, producer.KindSync, e.clock.Now())
 	e.inFlight++
 	e.step(i)
 }
-
-// arrivalStream sets the open load's arrivals apart from the other streams
-// derived from a scenario's seed.
-const arrivalStream = 1 << 34
 
 // startArrivals schedules the open load's first arrival. The arrivals are a
 // Poisson process at the scenario's rate: exponential gaps drawn from a
@@ -323,6 +508,9 @@ func (e *engine) startArrivals() {
 	seed := e.sc.Seed
 	e.arrivals = rand.New(rand.NewPCG(splitmix(seed, arrivalStream), splitmix(seed, arrivalStream+1)))
 	e.openKey = senderKey(seed, 0)
+	if len(e.prods) > 1 {
+		e.owners = rand.New(rand.NewPCG(splitmix(seed, ownerStream), splitmix(seed, ownerStream+1)))
+	}
 	e.nextAt = e.arrivals.ExpFloat64() / e.sc.Rate * 1e9
 	if int64(e.nextAt) < e.end {
 		e.active++ // the arrival process
@@ -334,6 +522,12 @@ func (e *engine) startArrivals() {
 // sends are in flight, and schedules the arrival after it.
 func (e *engine) arrive() {
 	e.arrived++
+	owner := e.prods[0]
+	if e.owners != nil {
+		// Each arrival is a producer's at random: each producer's arrivals
+		// are a Poisson process at rate / producers.
+		owner = e.prods[e.owners.IntN(len(e.prods))]
+	}
 	if e.inFlight >= MaxInFlight {
 		e.m.shedSend(e.now)
 	} else {
@@ -346,6 +540,7 @@ func (e *engine) arrive() {
 			i = len(e.senders) - 1
 		}
 		e.senders[i].sends = e.arrived
+		e.senders[i].prod = owner
 		e.active++
 		e.begin(i)
 	}

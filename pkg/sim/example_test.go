@@ -61,7 +61,7 @@ events:
 	fmt.Println(err)
 	// Output:
 	// line 3: duration: "90" is not a duration (write it as 250ms, 30s or 1m30s)
-	// line 9: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping
+	// line 9: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone
 }
 
 // ExampleReport_WriteTable prints the table `mqfault sim` prints, for the

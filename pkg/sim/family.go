@@ -112,7 +112,8 @@ type FamilyFaults struct {
 
 // FamilyState is one state a fault may take: its weight among the states,
 // its parameters (by the names faultKinds gives the state: slow's median
-// and tail, busy's rate and code, flapping's period) and, when set, its own
+// and tail, busy's rate and code, flapping's period, stall's period and
+// length; gone has none) and, when set, its own
 // probe weights.
 type FamilyState struct {
 	State  State
@@ -247,6 +248,9 @@ type faultParam struct {
 type faultKind struct {
 	params []faultParam
 	apply  func(e *Event, v []float64)
+	// routeOnly: the state changes the route, not what probes answer, so a
+	// fault in it draws no probe answer (and a family may give it none).
+	routeOnly bool
 }
 
 // faultKinds holds every state an event may have (TestFamilyKnowsEveryState
@@ -279,6 +283,19 @@ var faultKinds = map[State]faultKind{
 			e.Period = min(max(time.Duration(v[0]).Round(time.Millisecond), time.Millisecond), e.For)
 		},
 	},
+	StateStall: {
+		params: []faultParam{
+			{name: "period", kind: kindDuration, check: durationCheck(time.Millisecond, MaxDuration)},
+			{name: "length", kind: kindDuration, check: durationCheck(time.Millisecond, MaxDuration)},
+		},
+		// A period longer than the fault is cut to it; a stall longer than
+		// its period is cut to the period (a broker stalled throughout).
+		apply: func(e *Event, v []float64) {
+			e.Period = min(max(time.Duration(v[0]).Round(time.Millisecond), time.Millisecond), e.For)
+			e.Length = min(max(time.Duration(v[1]).Round(time.Millisecond), time.Millisecond), e.Period)
+		},
+	},
+	StateGone: {routeOnly: true},
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -460,7 +477,11 @@ func (f *Family) draw(seed uint64, run int) (*Drawn, error) {
 			probes = st.Probe
 		}
 		if len(probes) > 0 {
-			e.Probe = probeOf(probes.draw(r))
+			// Drawn for every fault, so that a state's probe answers do not
+			// shift the draws of the faults after it.
+			if pr := probeOf(probes.draw(r)); !kind.routeOnly {
+				e.Probe = pr
+			}
 		}
 		sc.Events = append(sc.Events, e)
 	}

@@ -87,10 +87,6 @@ var (
 	distFields     = []string{"min", "max", "log"}
 )
 
-// defaultQueueWait is the send queue's wait when a family gives none: the
-// broker's waitTimeMillsInSendQueue default.
-const defaultQueueWait = 200 * time.Millisecond
-
 func (d *familyDecoder) family(n *yaml.Node, f *Family) {
 	f.FlowControl = Weights{{Name: FlowNone, Weight: 1}}
 	f.QueueWait = Fixed(float64(defaultQueueWait))
@@ -480,6 +476,9 @@ func (f *Family) validateFaults(p *problems) {
 			total += st.Weight
 		}
 		checkWeights(p, path+".probe", st.Probe, probes)
+		if kind.routeOnly && len(st.Probe) > 0 {
+			p.add(path+".probe", "a %s fault changes only the route, not what probes answer: leave the field out", st.State)
+		}
 		for _, param := range kind.params {
 			d, given := st.Params[param.name]
 			if !given && param.def == nil {

@@ -39,6 +39,8 @@ func LoadFile(path string) (*Scenario, error) {
 //	senders: 8             # concurrent senders (closed load only)
 //	rate: 2000             # sends per second, all senders together
 //	send_timeout: 3s
+//	producers: 1           # a fleet: independent producers sharing the brokers
+//	route_poll: 30s        # how often each producer polls the route
 //	brokers:
 //	  - {name: broker-a, queues: 4, latency: {median: 3ms, p99: 20ms}, capacity: 1500, queue_wait: 200ms}
 //	events:
@@ -100,10 +102,10 @@ type decoder struct {
 }
 
 var (
-	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "brokers", "events"}
-	brokerFields   = []string{"name", "queues", "latency", "capacity", "queue_wait"}
+	scenarioFields = []string{"name", "duration", "seed", "load", "senders", "rate", "send_timeout", "producers", "route_poll", "brokers", "events"}
+	brokerFields   = []string{"name", "queues", "latency", "capacity", "queue_wait", "joins"}
 	latencyFields  = []string{"median", "p99"}
-	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "probe"}
+	eventFields    = []string{"broker", "at", "for", "state", "latency", "rate", "code", "period", "length", "probe"}
 )
 
 func (d *decoder) scenario(n *yaml.Node, s *Scenario) {
@@ -127,6 +129,16 @@ func (d *decoder) scenario(n *yaml.Node, s *Scenario) {
 			if s.SendTimeout == 0 && !d.Failed(path) {
 				d.Fail(v, path, "0s must be positive (leave the field out for the reference's 3s)")
 			}
+		case "producers":
+			s.Producers = d.Int(v, path)
+			if s.Producers == 0 && !d.Failed(path) {
+				d.Fail(v, path, "0 must be at least 1 (leave the field out for one producer)")
+			}
+		case "route_poll":
+			s.RoutePoll = d.Duration(v, path)
+			if s.RoutePoll == 0 && !d.Failed(path) {
+				d.Fail(v, path, "0s must be positive (leave the field out for the client's 30s)")
+			}
 		case "brokers":
 			d.List(v, path, MaxBrokers, func(v *yaml.Node, path string) { s.Brokers = append(s.Brokers, d.broker(v, path)) })
 		case "events":
@@ -149,6 +161,8 @@ func (d *decoder) broker(n *yaml.Node, path string) Broker {
 			b.Capacity = d.Float(v, path)
 		case "queue_wait":
 			b.QueueWait = d.Duration(v, path)
+		case "joins":
+			b.Joins = d.Duration(v, path)
 		}
 	})
 	return b
@@ -190,6 +204,8 @@ func (d *decoder) event(n *yaml.Node, path string) Event {
 			}
 		case "period":
 			e.Period = d.Duration(v, path)
+		case "length":
+			e.Length = d.Duration(v, path)
 		case "probe":
 			e.Probe = Probe(d.String(v, path))
 		}

@@ -28,13 +28,13 @@ type metrics struct {
 	busySec  []int64 // attempts started per second that were answered busy
 }
 
-func (m *metrics) init(sc *Scenario, brokers int) {
+// init sizes m for a run of sc over brokers brokers whose series hold
+// seconds points.
+func (m *metrics) init(sc *Scenario, brokers, seconds int) {
 	m.brokers = brokers
 	m.brokerAttempts = make([]int64, brokers)
 	m.brokerFailed = make([]int64, brokers)
-	// Sends may run a send timeout past the end; one more second for the
-	// attempt that ends exactly there.
-	m.seconds = int((sc.Duration+sc.sendTimeout())/time.Second) + 1
+	m.seconds = seconds
 	m.perSec = make([]int32, m.seconds*brokers)
 	m.started = make([]int64, m.seconds)
 	m.failures = make([]int64, m.seconds)

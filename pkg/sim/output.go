@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type jsonStrategy struct {
 	// Timeline is Result.Timeline: the brokers the fault table ever held
 	// isolated or unreachable, by name (encoding/json sorts the keys).
 	Timeline map[string]jsonTimeline `json:"timeline"`
+	Fleet    *jsonFleet              `json:"fleet,omitempty"` // fleets only
 }
 
 // jsonTimeline is a BrokerTimeline: its spans as [from, to] pairs in
@@ -62,6 +64,22 @@ func jsonSpans(spans []Span) [][2]float64 {
 // jsonSeconds converts d to seconds rounded to the microsecond.
 func jsonSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Microsecond)/time.Microsecond) / 1e6
+}
+
+// jsonFleet is a fleet's figures: the herding peak (a share of the
+// producers, the second it was first reached, the broker) and each broker's
+// share of the attempts beside round robin's.
+type jsonFleet struct {
+	Producers   int                        `json:"producers"`
+	Peak        float64                    `json:"herding_peak"`
+	PeakAt      int                        `json:"herding_peak_at_s"`
+	PeakBroker  string                     `json:"herding_peak_broker"`
+	BrokerShare map[string]jsonBrokerShare `json:"brokers"`
+}
+
+type jsonBrokerShare struct {
+	Share      float64 `json:"share"`
+	RoundRobin float64 `json:"round_robin"`
 }
 
 // jsonAblation marks an ablation's row: the strategy it changes, the policy
@@ -136,6 +154,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 					StillIsolated: tl.StillIsolated, StillUnreachable: tl.StillUnreachable}
 			}
 		}
+		if f := res.Fleet; f != nil && r.Scenario != nil {
+			s.Fleet = &jsonFleet{Producers: f.Producers, Peak: round6(f.Peak), PeakAt: f.PeakAt, PeakBroker: f.PeakBroker,
+				BrokerShare: make(map[string]jsonBrokerShare, len(res.Brokers))}
+			for b, br := range res.Brokers {
+				s.Fleet.BrokerShare[br.Name] = jsonBrokerShare{Share: round6(res.AttemptShare(b)), RoundRobin: round6(r.Scenario.RoundRobinShare(b))}
+			}
+		}
 		if res.Ablated.Of != "" {
 			_, same := r.SameAsBase(i)
 			s.Ablation = &jsonAblation{Of: res.Ablated.Of, Off: res.Ablated.Policy, SameAsBase: same != Differs}
@@ -143,6 +168,24 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.Strategies = append(out.Strategies, s)
 	}
 	return json.Marshal(out)
+}
+
+// round6 rounds a share to six decimals, so the JSON stays short.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// AttemptShare returns broker b's share of the result's attempts (0 when
+// there were none).
+func (r *Result) AttemptShare(b int) float64 {
+	if r.Attempts == 0 {
+		return 0
+	}
+	return float64(r.Brokers[b].Attempts) / float64(r.Attempts)
+}
+
+// RoundRobinShare returns the share of the attempts round robin over the
+// route gives broker b: its queues over all queues.
+func (s *Scenario) RoundRobinShare(b int) float64 {
+	return float64(s.Brokers[b].Queues) / float64(s.Queues())
 }
 
 // WriteJSON writes the report's JSON, indented by two spaces (a timeline
@@ -207,10 +250,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	open := r.Scenario != nil && r.Scenario.open()
+	fleet := r.Scenario != nil && r.Scenario.producers() > 1
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\tretries\trefused retries\tbusy answers\t", width, "strategy")
 	if open {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
+	}
+	if fleet {
+		fmt.Fprint(tw, "herding\t")
 	}
 	fmt.Fprint(tw, "\n")
 	for i, res := range r.Results {
@@ -224,13 +271,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if open {
 			fmt.Fprintf(tw, "%d\t%d\t", res.Shed, res.InFlightAtEnd)
 		}
+		if fleet {
+			fmt.Fprintf(tw, "%s\t", fmtHerding(res.Fleet))
+		}
 		fmt.Fprint(tw, "\n")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
-		"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	if fleet {
+		if err := r.writeShares(&b, shown); err != nil {
+			return err
+		}
+	}
+	if r.Scenario != nil && r.Scenario.has(StateStall) {
+		b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
+			"down, blackholed, slow, busy, flapping-down or stalled at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	} else {
+		b.WriteString("\nlatency: whole sends, retries included, failed sends too; unhealthy: attempts made to a broker that was\n" +
+			"down, blackholed, slow, busy or flapping-down at that moment; busy answers: attempts answered SYSTEM_BUSY.\n")
+	}
 	for _, of := range ablationBases(r) {
 		fmt.Fprintf(&b, "Ablations: %s-POLICY is %s with that one policy switched off.\n", of, of)
 	}
@@ -242,12 +302,56 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "Same numbers as %s, a different run over time (isolations or per-second series; see --report): %s.\n", of, strings.Join(f.numbers, ", "))
 		}
 	}
+	if fleet {
+		b.WriteString("Fleet: the counts add up every producer's; herding: the largest share of the producers that isolated one\n" +
+			"broker, or sent it less than half of what round robin would have, within one second (the peak, its broker and\n" +
+			"second); share: each broker's share of the attempts, and its ratio to round robin's (its queues over all).\n")
+	}
 	if open {
 		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
 	}
 	b.WriteString("Every strategy met the same brokers and seed.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fmtHerding formats a fleet's herding peak: "62% (broker-b, 16s)", or
+// "0%" when no producer left a broker.
+func fmtHerding(f *FleetResult) string {
+	if f == nil || f.PeakBroker == "" {
+		return "0%"
+	}
+	return fmt.Sprintf("%.0f%% (%s, %ds)", 100*f.Peak, f.PeakBroker, f.PeakAt)
+}
+
+// writeShares writes, per broker, round robin's share of the attempts and
+// each shown strategy's share with its ratio to round robin's.
+func (r *Report) writeShares(b *strings.Builder, shown []bool) error {
+	b.WriteString("\nattempt share per broker (x: its ratio to round robin's)\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	width := len("broker")
+	for _, br := range r.Scenario.Brokers {
+		width = max(width, len(br.Name))
+	}
+	fmt.Fprintf(tw, "  %-*s\tround robin\t", width, "broker")
+	for i, res := range r.Results {
+		if shown[i] {
+			fmt.Fprintf(tw, "%s\t", res.Name)
+		}
+	}
+	fmt.Fprint(tw, "\n")
+	for k, br := range r.Scenario.Brokers {
+		rr := r.Scenario.RoundRobinShare(k)
+		fmt.Fprintf(tw, "  %-*s\t%.1f%%\t", width, br.Name, 100*rr)
+		for i := range r.Results {
+			if shown[i] {
+				res := &r.Results[i]
+				fmt.Fprintf(tw, "%.1f%% x%.2f\t", 100*res.AttemptShare(k), res.AttemptShare(k)/rr)
+			}
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	return tw.Flush()
 }
 
 // fmtMS formats d in milliseconds with a precision that suits its size.
@@ -270,12 +374,21 @@ func (s *Scenario) Summary(seed uint64) string {
 	if s.open() {
 		load = fmt.Sprintf("open load at %g sends/s (Poisson)", s.Rate)
 	}
+	if n := s.producers(); n > 1 {
+		load += fmt.Sprintf(" from %d producers", n)
+	}
 	fmt.Fprintf(&b, "scenario %q: %d brokers, %d queues, %s of virtual time, %s, send timeout %s, seed %d\n",
 		s.Name, len(s.Brokers), s.Queues(), s.Duration, load, s.sendTimeout(), seed)
 	for _, br := range s.Brokers {
 		if br.QueueWait > 0 {
 			fmt.Fprintf(&b, "  %s serves %g sends/s, a send queue of at most %s\n", br.Name, br.Capacity, br.QueueWait)
 		}
+		if br.Joins > 0 {
+			fmt.Fprintf(&b, "  %s joins the route at %s\n", br.Name, fmtSec(br.Joins))
+		}
+	}
+	if s.routeChanges() {
+		fmt.Fprintf(&b, "  each producer polls the route every %s\n", s.routePoll())
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "  %6s..%-6s %-10s %s\n", fmtSec(e.At), fmtSec(e.End()), e.Broker, e.describe())
@@ -312,6 +425,10 @@ func (e Event) describe() string {
 		s = fmt.Sprintf("busy: %g%% of attempts answered with code %d%s", 100*e.Rate, code, name)
 	case StateFlapping:
 		s = fmt.Sprintf("flapping: down for %s of every %s", e.Period/2, e.Period)
+	case StateGone:
+		s = "gone: out of the route (a producer learns at its next poll)"
+	case StateStall:
+		s = fmt.Sprintf("stall: the store stops serving sends for %s of every %s", e.Length, e.Period)
 	default:
 		s = string(e.State)
 	}

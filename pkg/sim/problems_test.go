@@ -43,7 +43,7 @@ events:
 				`line 11: events[0].broker: "broker-z" is not one of the scenario's brokers`,
 				`line 12: events[1].at: "soon" is not a duration (write it as 250ms, 30s or 1m30s)`,
 				`line 12: events[1].for: 0s must be positive`,
-				`line 12: events[1].state: "sleepy" is not one of down, blackhole, slow, busy, flapping`,
+				`line 12: events[1].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`,
 			},
 		},
 		{
@@ -67,7 +67,7 @@ events:
 				`line 7: brokers[1].latency.p99: 0s is below the median 3ms`,
 				`line 9: events[0].code: 0 is SUCCESS, not an error code: want a positive response code (leave it out for SYSTEM_BUSY, 2)`,
 				`line 10: events[1].rate: 2 must be in (0, 1]: the share of attempts answered with the code`,
-				`line 11: events[2].period: only a flapping event has a period, not down`,
+				`line 11: events[2].period: only a flapping or stall event has a period, not down`,
 				`line 12: events[3].for: the window 40s..1m10s ends after the scenario (1m0s)`,
 				`line 12: events[3].period: 0s must be positive (one down-then-up cycle)`,
 				`line 13: events[4].broker: "c" is not one of the scenario's brokers`,

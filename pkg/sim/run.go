@@ -24,7 +24,7 @@ type Result struct {
 	// SEND_OK answer (a transport error, a timeout or an error code).
 	FirstAttemptFailures int64
 	// UnhealthyAttempts counts attempts made to a broker whose state at
-	// that moment was not up (down, blackhole, slow, busy, or flapping
+	// that moment was not up (down, blackhole, slow, busy, stalled, or flapping
 	// while down). Capacity is not a state: a broker over it is up.
 	UnhealthyAttempts int64
 	// Retries counts the attempts after a send's first.
@@ -55,8 +55,12 @@ type Result struct {
 	// Series is the run over time, one point per second of virtual time.
 	Series Series
 	// Timeline holds, per broker in the scenario's order, when the
-	// strategy's fault table held it isolated or unreachable.
+	// strategy's fault table held it isolated or unreachable (a fleet's
+	// first producer's).
 	Timeline []BrokerTimeline
+	// Fleet is set for a fleet of producers (Scenario.Producers above 1):
+	// the herding figure.
+	Fleet *FleetResult
 	// Wall is the real time the run took. It is the only field that differs
 	// between two runs with one seed.
 	Wall time.Duration
@@ -86,7 +90,9 @@ type BrokerResult struct {
 // in the second they started in, attempts likewise.
 type Series struct {
 	// Seconds is the number of points: the scenario's duration plus the
-	// send timeout (sends still in flight at the end finish), plus one.
+	// send timeout (sends still in flight at the end finish; the longest
+	// budget of the run's strategies, when a client's own is longer), plus
+	// one.
 	Seconds int
 	// Attempts holds attempts per broker (in the scenario's order) and
 	// second.
@@ -179,12 +185,18 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 		}
 		seen[s.Name] = true
 	}
+	// Every series has the points of the longest send budget among the
+	// strategies: sends may run that long past the end.
+	seconds := sc.seconds()
+	for _, spec := range o.strategies {
+		seconds = max(seconds, int((sc.Duration+spec.budget(sc))/time.Second)+1)
+	}
 	engines := make([]*engine, len(o.strategies))
 	for i, spec := range o.strategies {
-		e, err := newEngine(sc, spec)
+		e, err := newEngine(sc, spec, seconds)
 		if err != nil {
 			for _, done := range engines[:i] {
-				_ = done.strat.Close()
+				done.close()
 			}
 			return nil, err
 		}
@@ -214,7 +226,10 @@ func Run(ctx context.Context, sc *Scenario, opts ...Option) (*Report, error) {
 			t := time.Now()
 			if errs[i] = e.run(ctx); errs[i] == nil {
 				rep.Results[i] = e.m.result(e.spec, sc)
-				rep.Results[i].Timeline = e.tl.result(e.now)
+				rep.Results[i].Timeline = e.prods[0].tl.result(e.now)
+				if e.herd != nil {
+					rep.Results[i].Fleet = e.herd.result(sc)
+				}
 				rep.Results[i].Wall = time.Since(t)
 			}
 		})

@@ -27,6 +27,24 @@ const (
 	MaxBrokers     = 256
 	MaxQueues      = 1024 // per broker
 	MaxEvents      = 10000
+	MaxProducers   = 10000
+	// MaxProducerQueues bounds the producers times the queues of every
+	// broker: each producer of a fleet keeps its own route and fault state.
+	MaxProducerQueues = 1 << 19
+	// MaxProducerBrokerSeconds bounds the producers times the brokers times
+	// the duration in seconds: each producer's detector probes every broker
+	// of its fault table each round.
+	MaxProducerBrokerSeconds = 1e7
+	// MaxSendQueues bounds the sends (rate x duration) times the queues of
+	// every broker: a pick may visit every queue of the route (the
+	// isolation cap's pass over the route does, after each change of the
+	// fault table), so in the worst case (every broker failing) a run's
+	// time grows with this product.
+	MaxSendQueues = 2e9
+	// MaxSecondBrokers bounds the seconds a run records (its duration plus
+	// a send timeout, plus one) times the brokers: the per-second series
+	// keep a count per broker and second, per strategy.
+	MaxSecondBrokers = 1 << 22
 	// MaxInFlight bounds the sends in flight at once under an open load
 	// (per strategy). An arrival past it is shed: it fails at once, as a
 	// producer's bound on outstanding requests refuses it, so a retry
@@ -76,6 +94,20 @@ type Scenario struct {
 	// SendTimeout is every send's whole budget, retries included
 	// (producer.Config.Timeout; the reference's 3 s when zero).
 	SendTimeout time.Duration
+	// Producers is the number of producers, 1 when zero: a fleet of
+	// independent producers, each with its own strategy (fault table,
+	// isolation timers, detector), send loop (retry budget) and route,
+	// sharing the brokers. Under a closed load sender i is producer i mod
+	// Producers's, so there are at least as many senders; under an open
+	// load each arrival is a producer's at random (each producer's
+	// arrivals a Poisson process at Rate/Producers).
+	Producers int
+	// RoutePoll is how often each producer asks the name server for the
+	// route (the client's pollNameServerInterval; 30 s when zero), each
+	// producer at a phase of its own drawn from the seed. A producer learns
+	// of a broker that left (a gone event) or joined (Broker.Joins) the
+	// route only at its next poll. Without route changes no poll is made.
+	RoutePoll time.Duration
 	// Brokers are the topic's brokers.
 	Brokers []Broker
 	// Events change brokers' states for a while.
@@ -95,6 +127,10 @@ type Broker struct {
 	// SYSTEM_BUSY (code 2), as a flow-controlled RocketMQ broker does.
 	// Zero means unlimited.
 	Capacity float64
+	// Joins, when positive, is when the broker joins the name server's
+	// route: before it no producer's route names it; each producer learns
+	// of it at its first route poll from then on.
+	Joins time.Duration
 	// QueueWait, when positive, replaces the token bucket by RocketMQ's
 	// send queue: the broker serves Capacity sends per second in arrival
 	// order, a send waits in the queue until the ones ahead of it are
@@ -132,11 +168,28 @@ const (
 	// StateFlapping alternates: down for the first half of every period,
 	// up for the second.
 	StateFlapping State = "flapping"
+	// StateStall stops the broker's store for Length of every Period (from
+	// the event's start): a send arriving during a stall waits in the
+	// broker's send queue (QueueWait, or RocketMQ's default 200 ms when the
+	// broker has none) and is served when the stall ends, or, when it would
+	// wait longer than that, is answered SYSTEM_BUSY with
+	// [TIMEOUT_CLEAN_QUEUE] after waiting it out, naming the few sends
+	// queued ahead of it: push-back from a broker that is not overloaded,
+	// as a disk, page-cache, GC or replication stall gives. Between stalls
+	// the broker is up; probes find it reachable throughout.
+	StateStall State = "stall"
+	// StateGone takes the broker out of the name server's route for the
+	// event's window: a producer that polls the route then (RoutePoll)
+	// stops sending to it, until a poll after the window finds it back.
+	// It changes nothing about the broker itself, which another event may
+	// put down (a killed broker leaves the route some seconds after it
+	// dies) or leave up (a broker taken out of the route for maintenance).
+	StateGone State = "gone"
 )
 
 // eventStates lists the states an event may set, in the order error
 // messages name them.
-var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping}
+var eventStates = []State{StateDown, StateBlackhole, StateSlow, StateBusy, StateFlapping, StateStall, StateGone}
 
 // Probe is what the simulated detector's probe of a broker answers. By
 // default it follows the broker's state: down and blackhole (and flapping
@@ -173,9 +226,11 @@ type Event struct {
 	// Code is the busy state's response code (busy only; SystemBusy when
 	// zero).
 	Code int
-	// Period is one down-then-up cycle of the flapping state (flapping
-	// only).
+	// Period is one down-then-up cycle of the flapping state, or the time
+	// from one stall's start to the next (flapping and stall only).
 	Period time.Duration
+	// Length is how long each stall lasts, at most Period (stall only).
+	Length time.Duration
 	// Probe forces what detector probes of the broker answer during the
 	// event (for instance a broker that accepts probes but fails sends).
 	Probe Probe
@@ -298,6 +353,21 @@ func (s *Scenario) validate(p *problems) {
 			s.Rate*s.Duration.Seconds(), MaxSends)
 	}
 	switch {
+	case s.Producers < 0:
+		p.add("producers", "%d must be at least 1", s.Producers)
+	case s.Producers > MaxProducers:
+		p.add("producers", "%d is more than %d", s.Producers, MaxProducers)
+	case known && !open && s.Senders >= 1 && s.Senders <= MaxSenders && s.Producers > s.Senders:
+		p.add("producers", "%d producers need at least %d senders (sender i is producer i mod %d's), not %d",
+			s.Producers, s.Producers, s.Producers, s.Senders)
+	}
+	switch {
+	case s.RoutePoll < 0:
+		p.add("route_poll", "%s must be positive", s.RoutePoll)
+	case s.RoutePoll > MaxDuration:
+		p.add("route_poll", "%s is longer than %s", s.RoutePoll, MaxDuration)
+	}
+	switch {
 	case s.SendTimeout < 0:
 		p.add("send_timeout", "%s must be positive", s.SendTimeout)
 	case s.SendTimeout > MaxSendTimeout:
@@ -330,6 +400,12 @@ func (s *Scenario) validate(p *problems) {
 			p.add(path+".capacity", "%v must be 0 (unlimited) or a positive number of sends per second", b.Capacity)
 		}
 		switch {
+		case b.Joins < 0:
+			p.add(path+".joins", "%s must not be negative", b.Joins)
+		case s.Duration > 0 && b.Joins >= s.Duration:
+			p.add(path+".joins", "%s is not before the end of the scenario (%s): the broker would never be in the route", b.Joins, s.Duration)
+		}
+		switch {
 		case b.QueueWait < 0:
 			p.add(path+".queue_wait", "%s must be positive (how long a send may wait in the broker's queue)", b.QueueWait)
 		case b.QueueWait > MaxSendTimeout:
@@ -338,12 +414,65 @@ func (s *Scenario) validate(p *problems) {
 			p.add(path+".queue_wait", "a send queue needs a capacity (the sends per second the broker serves)")
 		}
 	}
+	s.validateSize(p)
 	if len(s.Events) > MaxEvents {
 		p.add("events", "%d events, more than %d", len(s.Events), MaxEvents)
 		return
 	}
 	for i, e := range s.Events {
 		e.validate(p, fmt.Sprintf("events[%d]", i), seen, s.Duration)
+	}
+	if len(s.Brokers) > 0 && !slices.ContainsFunc(s.Brokers, s.routedAtStart) {
+		p.add("brokers", "no broker is in the route at the start (each joins later or is gone at 0s): a producer starts with the route")
+	}
+}
+
+// routedAtStart reports whether b is in the name server's route at time 0.
+func (s *Scenario) routedAtStart(b Broker) bool {
+	return b.Joins <= 0 && !slices.ContainsFunc(s.Events, func(e Event) bool {
+		return e.State == StateGone && e.Broker == b.Name && e.At == 0
+	})
+}
+
+// validateSize refuses a scenario whose fields are each within their
+// limits but whose run would take too long or too much memory: a product
+// of sizes past MaxSendQueues or MaxSecondBrokers. It checks a product only
+// when each of its factors is valid, and names the factors.
+func (s *Scenario) validateSize(p *problems) {
+	rateOK := !math.IsNaN(s.Rate) && s.Rate > 0 && s.Rate <= MaxRate
+	durationOK := s.Duration > 0 && s.Duration <= MaxDuration
+	brokersOK := len(s.Brokers) > 0 && len(s.Brokers) <= MaxBrokers
+	queuesOK := brokersOK
+	for _, b := range s.Brokers {
+		queuesOK = queuesOK && b.Queues >= 1 && b.Queues <= MaxQueues
+	}
+	if rateOK && durationOK && queuesOK {
+		sends, queues := s.Rate*s.Duration.Seconds(), s.Queues()
+		if sends <= MaxSends && sends*float64(queues) > MaxSendQueues {
+			p.add("", "the scenario is too large: rate x duration x queues is %.0f sends x %d queues = %.3g, more than %.0e "+
+				"(in the worst case a pick visits every queue): lower the rate, the duration or the queues",
+				sends, queues, sends*float64(queues), float64(MaxSendQueues))
+		}
+	}
+	if queuesOK && s.Producers > 1 && s.Producers <= MaxProducers {
+		if pq := s.Producers * s.Queues(); pq > MaxProducerQueues {
+			p.add("", "the scenario is too large: producers x queues is %d producers x %d queues = %d, more than %d "+
+				"(each producer keeps its own route and fault state): use fewer producers or queues",
+				s.Producers, s.Queues(), pq, MaxProducerQueues)
+		}
+		if pbs := float64(s.Producers) * float64(len(s.Brokers)) * s.Duration.Seconds(); durationOK && pbs > MaxProducerBrokerSeconds {
+			p.add("", "the scenario is too large: producers x brokers x duration is %d producers x %d brokers x %s = %.3g, more than %.0e "+
+				"(each producer's detector probes every broker each round): use fewer producers or brokers, or a shorter duration",
+				s.Producers, len(s.Brokers), s.Duration, pbs, float64(MaxProducerBrokerSeconds))
+		}
+	}
+	if durationOK && brokersOK && s.SendTimeout >= 0 && s.SendTimeout <= MaxSendTimeout {
+		seconds := s.seconds()
+		if cells := seconds * len(s.Brokers); cells > MaxSecondBrokers {
+			p.add("", "the scenario is too large: (duration + send timeout) x brokers is %d seconds x %d brokers = %d, more than %d "+
+				"(the series keep a count per broker and second): shorten the duration or use fewer brokers",
+				seconds, len(s.Brokers), cells, MaxSecondBrokers)
+		}
 	}
 }
 
@@ -427,18 +556,35 @@ func (e Event) validate(p *problems, path string, brokers map[string]int, durati
 			p.add(path+".code", "only a busy event has a code, not %s", e.State)
 		}
 	}
-	if e.State == StateFlapping {
+	switch {
+	case e.State == StateFlapping:
 		switch {
 		case e.Period <= 0:
 			p.add(path+".period", "%s must be positive (one down-then-up cycle)", e.Period)
 		case e.Period > e.For && e.For > 0:
 			p.add(path+".period", "%s is longer than the event (%s): it would never come back up", e.Period, e.For)
 		}
-	} else if e.Period != 0 && known {
-		p.add(path+".period", "only a flapping event has a period, not %s", e.State)
+	case e.State == StateStall:
+		if e.Period <= 0 {
+			p.add(path+".period", "%s must be positive (a stall every period)", e.Period)
+		}
+		switch {
+		case e.Length <= 0:
+			p.add(path+".length", "%s must be positive (how long each stall lasts)", e.Length)
+		case e.Period > 0 && e.Length > e.Period:
+			p.add(path+".length", "%s is longer than the period (%s)", e.Length, e.Period)
+		}
+	case e.Period != 0 && known:
+		p.add(path+".period", "only a flapping or stall event has a period, not %s", e.State)
+	}
+	if e.State != StateStall && e.Length != 0 && known {
+		p.add(path+".length", "only a stall event has a length, not %s", e.State)
 	}
 	switch e.Probe {
 	case ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout:
+		if e.Probe != ProbeAuto && e.State == StateGone {
+			p.add(path+".probe", "a gone event changes only the route, not what probes answer: leave the field out")
+		}
 	default:
 		p.add(path+".probe", "%q is not one of %s", e.Probe, probeList())
 	}
@@ -467,6 +613,35 @@ func (s *Scenario) sendTimeout() time.Duration {
 	}
 	return 3 * time.Second
 }
+
+// seconds is the number of seconds a run records: sends may run a send
+// timeout past the end, and one more second holds the attempt that ends
+// exactly there.
+func (s *Scenario) seconds() int {
+	return int((s.Duration+s.sendTimeout())/time.Second) + 1
+}
+
+// has reports whether an event of the scenario puts a broker in state st.
+func (s *Scenario) has(st State) bool {
+	return slices.ContainsFunc(s.Events, func(e Event) bool { return e.State == st })
+}
+
+// routePoll is how often each producer polls the route.
+func (s *Scenario) routePoll() time.Duration {
+	if s.RoutePoll > 0 {
+		return s.RoutePoll
+	}
+	return 30 * time.Second
+}
+
+// routeChanges reports whether the route changes during a run: a broker
+// joins late or an event takes one out of it.
+func (s *Scenario) routeChanges() bool {
+	return s.has(StateGone) || slices.ContainsFunc(s.Brokers, func(b Broker) bool { return b.Joins > 0 })
+}
+
+// producers is the number of producers of a run: Producers, at least 1.
+func (s *Scenario) producers() int { return max(s.Producers, 1) }
 
 // open reports whether the scenario's load is open.
 func (s *Scenario) open() bool { return s.Load == LoadOpen }

@@ -199,8 +199,14 @@ func randomScenario(r *rand.Rand, i int) *Scenario {
 			e.Rate, e.Code = 0.1+0.9*r.Float64(), []int{0, 1, 2, 17, 25}[r.IntN(5)]
 		case StateFlapping:
 			e.Period = max(e.For/time.Duration(1+r.IntN(5)), 2)
+		case StateStall:
+			e.Period = max(e.For/time.Duration(1+r.IntN(5)), 2)
+			e.Length = max(e.Period/time.Duration(1+r.IntN(4)), 1)
 		}
 		e.Probe = []Probe{ProbeAuto, ProbeAuto, ProbeReachable, ProbeUnreachable, ProbeTimeout}[r.IntN(5)]
+		if e.State == StateGone {
+			e.Probe = ProbeAuto
+		}
 		s.Events = append(s.Events, e)
 	}
 	return s

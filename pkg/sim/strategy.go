@@ -26,17 +26,42 @@ type Strategy struct {
 	// Latency configures the latency strategy.
 	Latency latency.Config
 	// Producer configures the send loop. Its Timeout is replaced by the
-	// scenario's send_timeout.
+	// scenario's send_timeout (see AttemptTimeout). Each producer of a
+	// fleet has a policy of its own (its own retry budget).
 	Producer producer.Config
 	// New, when set, builds the latency strategy instead of
 	// latency.NewStrategy(cfg, env.Options()...), for contenders that need
 	// more collaborators (a custom fault table, an observer). It must use
-	// env's clock, and it is called once per run, on the run's goroutine.
+	// env's clock, and it is called once per producer of a run (once for a
+	// run of one producer), on the run's goroutine.
 	New func(cfg latency.Config, env Env) (*latency.Strategy, error)
 	// Ablated, when set, says the strategy is another one (Ablated.Of) with
 	// one policy switched off (Ablation.Of sets it). Reports compare its
 	// row with that strategy's and fold it when every number is the same.
 	Ablated Ablated
+	// Picker, when set, builds what the send loop picks queues with in
+	// place of the latency strategy (a client's own queue selection, which
+	// no fault table changes); it is given the latency strategy, which
+	// still runs the detector rounds and the timeline. Called once per
+	// producer of a run, on the run's goroutine; the picker it returns must
+	// be safe for concurrent use, as producer.Strategy says.
+	Picker func(s *latency.Strategy) producer.Strategy
+	// AttemptTimeout, when positive, is the client's own timeout of every
+	// attempt (rocketmq-client-go's 3 s), applied on top of the send
+	// loop's. Such a client has no budget for the whole send: the
+	// scenario's send_timeout does not apply, and a send may take 1 +
+	// Producer.RetryTimes attempts of AttemptTimeout.
+	AttemptTimeout time.Duration
+}
+
+// budget is the whole-send budget of spec's sends in sc: the scenario's
+// send timeout, or for a client with its own attempt timeout enough for
+// every attempt to use it (each seen timeoutLag late).
+func (spec *Strategy) budget(sc *Scenario) time.Duration {
+	if spec.AttemptTimeout > 0 {
+		return time.Duration(spec.Producer.RetryTimes+1)*(spec.AttemptTimeout+timeoutLag) + timeoutLag
+	}
+	return sc.sendTimeout()
 }
 
 // Env is what the simulator gives a strategy to run in virtual time.
@@ -113,13 +138,14 @@ func Strategies() []Strategy {
 }
 
 // SelectStrategies returns the strategies with the given names, in the order
-// given: the built-in ones (StrategyNames) and the ablations of the mqfault
+// given: the built-in ones (StrategyNames), the clients' own
+// (ClientStrategyNames: client-go) and the ablations of the mqfault
 // preset (AblationNames: "mqfault-retry-budget" is the preset with its retry
 // budget off). It returns an error naming the first unknown name and every
 // known one, or saying why a known ablation does not apply to the preset (its
 // policy is off there).
 func SelectStrategies(names ...string) ([]Strategy, error) {
-	all := Strategies()
+	all := append(Strategies(), ClientStrategies()...)
 	out := make([]Strategy, 0, len(names))
 	for _, n := range names {
 		if i := slices.IndexFunc(all, func(s Strategy) bool { return s.Name == n }); i >= 0 {
@@ -131,7 +157,7 @@ func SelectStrategies(names ...string) ([]Strategy, error) {
 			return nil, err
 		}
 		if !ok {
-			known := strings.Join(StrategyNames(), ", ")
+			known := strings.Join(append(StrategyNames(), ClientStrategyNames()...), ", ")
 			if abl := AblationNames(); len(abl) > 0 {
 				known += "; ablations: " + strings.Join(abl, ", ")
 			}

@@ -30,20 +30,25 @@ type BrokerTimeline struct {
 	StillIsolated, StillUnreachable bool
 }
 
-// timeline records BrokerTimelines for one run. It samples the fault table's
-// two flags of a broker when they may have changed: after each fault update
-// (the engine calls updated), when an isolation expires and when a probe
-// answers (as the strategy's latency.Observer). Nothing of it runs on the
-// pick path; a sample is two lookups in the fault table. It is safe for
-// concurrent use, as the detector's probes report from their own goroutines.
+// timeline records BrokerTimelines for one producer of a run. It samples the
+// fault table's two flags of a broker when they may have changed: after
+// each fault update (the engine calls updated), when an isolation expires
+// and when a probe answers (as the strategy's latency.Observer). Nothing of
+// it runs on the pick path; a sample is two lookups in the fault table. It
+// is safe for concurrent use, as the detector's probes report from their
+// own goroutines. A fleet's producers other than the first record no spans
+// (record false): their samples only feed the herding figure (herd).
 type timeline struct {
 	latency.NopObserver
-	clock *latency.ManualClock
-	ft    latency.FaultTolerance // set once the strategy is built
-	index map[string]int         // read-only after setup
+	clock  *latency.ManualClock
+	ft     latency.FaultTolerance // set once the strategy is built
+	index  map[string]int         // read-only, shared by a run's producers
+	names  []string               // the brokers, in the scenario's order
+	record bool
 
-	mu     sync.Mutex // guards tracks
+	mu     sync.Mutex // guards tracks and herd
 	tracks []brokerTrack
+	herd   *producerHerd // a fleet's producer: what herding counts of it; nil otherwise
 }
 
 // brokerTrack is one broker's spans so far and its open spans' starts (-1
@@ -53,11 +58,30 @@ type brokerTrack struct {
 	tl                              BrokerTimeline
 }
 
-func newTimeline(sc *Scenario, clock *latency.ManualClock) *timeline {
-	t := &timeline{clock: clock, index: make(map[string]int, len(sc.Brokers)), tracks: make([]brokerTrack, len(sc.Brokers))}
+// brokerIndex maps sc's broker names to their positions.
+func brokerIndex(sc *Scenario) brokerNames {
+	n := brokerNames{index: make(map[string]int, len(sc.Brokers)), names: make([]string, len(sc.Brokers))}
 	for i, b := range sc.Brokers {
-		t.index[b.Name] = i
-		t.tracks[i] = brokerTrack{isolatedSince: -1, unreachableSince: -1, tl: BrokerTimeline{Name: b.Name}}
+		n.index[b.Name] = i
+		n.names[i] = b.Name
+	}
+	return n
+}
+
+// brokerNames are a scenario's broker names and their positions, shared
+// read-only by a run's producers.
+type brokerNames struct {
+	index map[string]int
+	names []string
+}
+
+func newTimeline(sc *Scenario, clock *latency.ManualClock, names brokerNames, record bool) *timeline {
+	t := &timeline{clock: clock, index: names.index, record: record, names: names.names}
+	if record {
+		t.tracks = make([]brokerTrack, len(sc.Brokers))
+		for i, b := range sc.Brokers {
+			t.tracks[i] = brokerTrack{isolatedSince: -1, unreachableSince: -1, tl: BrokerTimeline{Name: b.Name}}
+		}
 	}
 	return t
 }
@@ -71,13 +95,46 @@ func (t *timeline) updated(now int64, b int) {
 }
 
 func (t *timeline) sample(now int64, b int) {
-	name := t.tracks[b].tl.Name
+	name := t.names[b]
 	isolated, unreachable := !t.ft.IsAvailable(name), !t.ft.IsReachable(name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.herd != nil {
+		t.herd.isolated(now, b, isolated)
+	}
+	if !t.record {
+		return
+	}
 	tr := &t.tracks[b]
 	tr.isolatedSince = toggle(&tr.tl.Isolated, tr.isolatedSince, isolated, now)
 	tr.unreachableSince = toggle(&tr.tl.Unreachable, tr.unreachableSince, unreachable, now)
+}
+
+// attempted counts an attempt of the producer's on broker b at now, for the
+// herding figure (a fleet's producers only).
+func (t *timeline) attempted(now int64, b int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.herd.attempt(now, b)
+}
+
+// routeChanged tells the herding count of the producer that its route is
+// now route, after closing the second it counted under the old one if that
+// has passed (a fleet's producers only).
+func (t *timeline) routeChanged(now int64, route []uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.herd.roll(now)
+	t.herd.setRoute(route)
+	t.herd.changed = true // its attempts this second went over two routes
+}
+
+// finish closes the herding figure's count of the producer at the run's
+// end (a fleet's producers only).
+func (t *timeline) finish(end int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.herd.finish(end)
 }
 
 // toggle opens a span at now when on and none is open, or closes the open
@@ -116,10 +173,13 @@ func (t *timeline) OnProbe(ev latency.ProbeEvent) {
 }
 
 // result closes the spans still open at end and returns every broker's
-// timeline, in the scenario's order.
+// timeline, in the scenario's order (nil when the timeline records none).
 func (t *timeline) result(end int64) []BrokerTimeline {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.record {
+		return nil
+	}
 	out := make([]BrokerTimeline, len(t.tracks))
 	for i := range t.tracks {
 		tr := &t.tracks[i]

@@ -190,7 +190,7 @@ func BenchmarkTimelineSample(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			clock := latency.NewManualClock(Epoch)
-			tl := newTimeline(sc, clock)
+			tl := newTimeline(sc, clock, brokerIndex(sc), true)
 			cfg := latency.DefaultConfig()
 			cfg.Detector = false
 			strat, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(tl))

@@ -18,12 +18,13 @@ type yamlField struct{ key, field string }
 // and to the structs: a field added to either must be added here).
 var (
 	scenarioYAML = []yamlField{{"name", "Name"}, {"duration", "Duration"}, {"seed", "Seed"}, {"load", "Load"},
-		{"senders", "Senders"}, {"rate", "Rate"}, {"send_timeout", "SendTimeout"}, {"brokers", "Brokers"}, {"events", "Events"}}
+		{"senders", "Senders"}, {"rate", "Rate"}, {"send_timeout", "SendTimeout"}, {"producers", "Producers"},
+		{"route_poll", "RoutePoll"}, {"brokers", "Brokers"}, {"events", "Events"}}
 	brokerYAML = []yamlField{{"name", "Name"}, {"queues", "Queues"}, {"latency", "Latency"}, {"capacity", "Capacity"},
-		{"queue_wait", "QueueWait"}}
+		{"queue_wait", "QueueWait"}, {"joins", "Joins"}}
 	latencyYAML = []yamlField{{"median", "Median"}, {"p99", "P99"}}
 	eventYAML   = []yamlField{{"broker", "Broker"}, {"at", "At"}, {"for", "For"}, {"state", "State"}, {"latency", "Latency"},
-		{"rate", "Rate"}, {"code", "Code"}, {"period", "Period"}, {"probe", "Probe"}}
+		{"rate", "Rate"}, {"code", "Code"}, {"period", "Period"}, {"length", "Length"}, {"probe", "Probe"}}
 )
 
 // yamlFieldsOf returns the fields written for a struct type.
