@@ -29,7 +29,7 @@ type seam struct {
 	qs    map[string]*route.MessageQueue
 }
 
-func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config) *seam {
+func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...producer.Option) *seam {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	s := &seam{
@@ -45,7 +45,7 @@ func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config) *seam {
 	s.strat.EXPECT().Mode().Return(mode).AnyTimes()
 	var routes producer.StaticRoutes
 	routes.SetQueues("T", map[string]int{"A": 1, "B": 1, "C": 1})
-	p, err := producer.New(s.tr, &routes, s.strat, cfg, producer.WithClock(s.clock))
+	p, err := producer.New(s.tr, &routes, s.strat, cfg, append([]producer.Option{producer.WithClock(s.clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
