@@ -176,14 +176,7 @@ func TestPathsEveryClass(t *testing.T) {
 						if serr := s.p.SendAsync(ctx, msg(), func(_ producer.Result, e error) { err = e; close(done) }); serr != nil {
 							t.Fatal(serr)
 						}
-						select {
-						case <-done:
-						case <-time.After(time.Minute):
-							// A guard against a hang, not a timing: a mock
-							// call that failed on the producer's goroutine
-							// ends it before the callback.
-							t.Fatal("the async callback never ran")
-						}
+						waitCallback(t, done)
 					}
 
 					ev := obs.send(t)
@@ -219,6 +212,18 @@ func TestPathsEveryClass(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// waitCallback waits for an async send's callback to close done. The
+// minute is a guard against a hang, not a timing: a mock call that failed on
+// the producer's goroutine ends that goroutine before the callback runs.
+func waitCallback(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the async callback never ran (a mock call failed on the producer's goroutine?)")
 	}
 }
 

@@ -209,7 +209,7 @@ func TestSeamAsyncPaths(t *testing.T) {
 	}); serr != nil {
 		t.Fatal(serr)
 	}
-	<-done
+	waitCallback(t, done)
 	if err != nil || res.Attempts != 3 || !slices.Equal(res.Brokers, []string{"A", "B", "C"}) {
 		t.Errorf("callback(%+v, %v), want SendOK after 3 attempts on [A B C]", res, err)
 	}
