@@ -29,7 +29,7 @@ type seam struct {
 	qs    map[string]*route.MessageQueue
 }
 
-func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config) *seam {
+func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...producer.Option) *seam {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	s := &seam{
@@ -45,7 +45,7 @@ func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config) *seam {
 	s.strat.EXPECT().Mode().Return(mode).AnyTimes()
 	var routes producer.StaticRoutes
 	routes.SetQueues("T", map[string]int{"A": 1, "B": 1, "C": 1})
-	p, err := producer.New(s.tr, &routes, s.strat, cfg, producer.WithClock(s.clock))
+	p, err := producer.New(s.tr, &routes, s.strat, cfg, append([]producer.Option{producer.WithClock(s.clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSeamAsyncPaths(t *testing.T) {
 	}); serr != nil {
 		t.Fatal(serr)
 	}
-	<-done
+	waitCallback(t, done)
 	if err != nil || res.Attempts != 3 || !slices.Equal(res.Brokers, []string{"A", "B", "C"}) {
 		t.Errorf("callback(%+v, %v), want SendOK after 3 attempts on [A B C]", res, err)
 	}
