@@ -190,8 +190,8 @@ func TestSimFamilyErrors(t *testing.T) {
 		{[]string{"--family", fam, "--baseline", "v6"}, "--baseline: v6 is not among the strategies to run"},
 		{[]string{"--family", filepath.Join(dir, "none.yaml")}, "no such file"},
 		{[]string{"--family", bad}, bad + " is not a valid scenario family:\n" +
-			"  line 13: faults.states.sleepy: \"sleepy\" is not one of down, blackhole, slow, busy, flapping, stall, gone\n" +
-			"  line 14: colour: unknown field"},
+			"  " + bad + ":14: colour: unknown field (want one of name, duration, send_timeout, brokers, queues, latency, capacity, flow_control, queue_wait, load, faults)\n" +
+			"  " + bad + ":13: faults.states.sleepy: \"sleepy\" is not one of down, blackhole, slow, busy, flapping, stall, gone"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"sim"}, tt.args...), nil, &stdout, &stderr)

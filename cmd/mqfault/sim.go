@@ -336,12 +336,26 @@ func scenarioError(source string, err error) error {
 	if !errors.Is(err, sim.ErrInvalidScenario) {
 		return err
 	}
+	return &scenarioErr{msg: problemLines(source+" is not a valid scenario:", source, err), err: err}
+}
+
+// problemLines writes head, then each of err's problems ("line N: ..." or
+// "...", one per line) on a line of its own as "  SOURCE:N: ..." or
+// "  SOURCE: ...", the form compilers and editors read. SOURCE is a file's
+// path, or "standard input".
+func problemLines(head, source string, err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s is not a valid scenario:", source)
+	b.WriteString(head)
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(&b, "\n  %s", line)
+		if rest, ok := strings.CutPrefix(line, "line "); ok {
+			if n, msg, ok := strings.Cut(rest, ": "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+				fmt.Fprintf(&b, "\n  %s:%s: %s", source, n, msg)
+				continue
+			}
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", source, line)
 	}
-	return &scenarioErr{msg: b.String(), err: err}
+	return b.String()
 }
 
 type scenarioErr struct {
@@ -358,8 +372,9 @@ type reportFile struct {
 	f    *os.File // nil: no page asked for, or written
 }
 
-// openReport creates the page at path ("": none), or returns a bad-input
-// error.
+// openReport creates the page at path ("": none) before the run. A path
+// that cannot be written is output that cannot be written: a failure (exit
+// 1), as an unwritable standard output is.
 func openReport(path string) (*reportFile, error) {
 	r := &reportFile{path: path}
 	if path == "" {
@@ -367,7 +382,7 @@ func openReport(path string) (*reportFile, error) {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("--report: %w", err))
+		return nil, fmt.Errorf("--report: %w", err)
 	}
 	r.f = f
 	return r, nil
@@ -502,12 +517,7 @@ func familyError(source string, err error) error {
 	if !errors.Is(err, sim.ErrInvalidFamily) {
 		return err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s is not a valid scenario family:", source)
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(&b, "\n  %s", line)
-	}
-	return &scenarioErr{msg: b.String(), err: err}
+	return &scenarioErr{msg: problemLines(source+" is not a valid scenario family:", source, err), err: err}
 }
 
 // progressBar draws the simulation's progress on a terminal.

@@ -69,8 +69,8 @@ func TestSimCommand(t *testing.T) {
 		{"empty strategy name", []string{"sim", "--scenario", "-", "--strategies", "v4,"}, exitUsage, "", `unknown strategy ""`, true},
 		{"missing file", []string{"sim", "--scenario", filepath.Join(t.TempDir(), "none.yaml")}, exitUsage, "", "no such file", true},
 		{"invalid scenario", []string{"sim", "--scenario", bad}, exitUsage, "",
-			`is not a valid scenario:` + "\n" + `  line 10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`, true},
-		{"unwritable report", []string{"sim", "--scenario", good, "--report", filepath.Join(t.TempDir(), "no", "r.html")}, exitUsage, "", "--report: open", true},
+			`is not a valid scenario:` + "\n  " + bad + `:10: events[0].state: "sleepy" is not one of down, blackhole, slow, busy, flapping, stall, gone`, true},
+		{"unwritable report", []string{"sim", "--scenario", good, "--report", filepath.Join(t.TempDir(), "no", "r.html")}, 1, "", "--report: open", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +184,7 @@ func TestSimStdinInvalid(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	bad := strings.Replace(simScenario, "state: down", "state: sleepy", 1)
 	code := run([]string{"sim", "--scenario", "-"}, strings.NewReader(bad), &stdout, &stderr)
-	want := "mqfault sim: standard input is not a valid scenario:\n  line 10: events[0].state: \"sleepy\" is not one of"
+	want := "mqfault sim: standard input is not a valid scenario:\n  standard input:10: events[0].state: \"sleepy\" is not one of"
 	if code != exitUsage || !strings.HasPrefix(stderr.String(), want) || stdout.Len() > 0 {
 		t.Errorf("mqfault sim --scenario - = exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, stdout.String(), stderr.String(), exitUsage, want)
 	}

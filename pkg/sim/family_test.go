@@ -144,14 +144,23 @@ faults:
 	if len(lines) != len(want) {
 		t.Errorf("%d problems, want %d:\n%s", len(lines), len(want), err)
 	}
+	// Unknown fields first (what follows from a misspelt field comes after
+	// it), then in the order of the lines.
 	sorted := slices.IsSortedFunc(lines, func(a, b string) int {
+		ua, ub := strings.Contains(a, ": unknown field"), strings.Contains(b, ": unknown field")
+		if ua != ub {
+			if ua {
+				return -1
+			}
+			return 1
+		}
 		var x, y int
 		_, _ = fmt.Sscanf(a, "line %d", &x)
 		_, _ = fmt.Sscanf(b, "line %d", &y)
 		return x - y
 	})
 	if !sorted {
-		t.Errorf("problems not in the order of the lines:\n%s", err)
+		t.Errorf("problems not unknown fields first, then in the order of the lines:\n%s", err)
 	}
 	for _, bad := range []string{"", "name: x\n", "[1, 2]",
 		strings.Replace(testFamily, "count: {min: 1, max: 2}", "count: 0", 1),

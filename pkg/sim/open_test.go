@@ -83,7 +83,7 @@ func TestParseLoadErrors(t *testing.T) {
 	})
 	t.Run("closed without senders", func(t *testing.T) {
 		_, err := Parse([]byte(strings.Replace(openYAML, "load: open\n", "", 1)))
-		if err == nil || !strings.Contains(err.Error(), "senders: 0 must be at least 1") {
+		if err == nil || !strings.Contains(err.Error(), "senders: missing (required under closed load") {
 			t.Errorf("Parse() error = %v, want senders missing for a closed load", err)
 		}
 	})

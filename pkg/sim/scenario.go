@@ -255,6 +255,10 @@ func (e *FieldError) Error() string {
 	return yamldoc.Problem{Path: e.Path, Line: e.Line, Column: e.Column, Msg: e.Msg}.String()
 }
 
+// unknownField says whether the error is the decoder's for a field the
+// scenario format does not have.
+func (e *FieldError) unknownField() bool { return strings.HasPrefix(e.Msg, yamldoc.UnknownField) }
+
 // Is makes errors.Is(err, ErrInvalidScenario) true.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalidScenario }
 
@@ -290,14 +294,33 @@ func (p *problems) add(path, format string, args ...any) {
 	p.errs = append(p.errs, fe)
 }
 
+// given says whether the scenario's YAML has a field at path (false for a
+// scenario built in code, whose zero fields are unset).
+func (p *problems) given(path string) bool {
+	if p.pos == nil {
+		return false
+	}
+	line, _ := p.pos(path)
+	return line > 0
+}
+
 // err joins the field errors, one per line, in document order for a
 // scenario read from YAML.
 func (p *problems) err() error {
 	errs := p.errs
 	if p.pos != nil {
+		// An unknown field first: a misspelt one is what the problems after
+		// it (a required field missing) follow from. Then in document order.
 		errs = slices.Clone(errs)
 		slices.SortStableFunc(errs, func(a, b error) int {
-			return cmp.Compare(a.(*FieldError).Line, b.(*FieldError).Line)
+			ea, eb := a.(*FieldError), b.(*FieldError)
+			if ua, ub := ea.unknownField(), eb.unknownField(); ua != ub {
+				if ua {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(ea.Line, eb.Line)
 		})
 	}
 	if p.dropped > 0 {
@@ -336,6 +359,8 @@ func (s *Scenario) validate(p *problems) {
 	case open && s.Senders != 0:
 		p.add("senders", "an open load has no senders (sends start at rate whatever earlier sends did): leave the field out")
 	case open:
+	case s.Senders == 0 && !p.given("senders"):
+		p.add("senders", "missing (required under closed load: how many senders send at once, at least 1)")
 	case s.Senders < 1:
 		p.add("senders", "%d must be at least 1", s.Senders)
 	case s.Senders > MaxSenders:

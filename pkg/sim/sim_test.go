@@ -396,7 +396,7 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{"nil scenario", nil, nil, "no scenario"},
-		{"invalid scenario", &invalid, nil, "senders: 0 must be at least 1"},
+		{"invalid scenario", &invalid, nil, "senders: missing (required under closed load"},
 		{"no strategy", s, []Option{WithStrategies()}, "no strategy"},
 		{"repeated name", s, []Option{WithStrategies(dup...)}, `strategy name "off" is empty or repeated`},
 		{"bad config", s, []Option{WithStrategies(bad)}, "strategy bad: latency: DetectPeriod"},
