@@ -43,27 +43,18 @@ type capHold struct{}
 
 var _ outcomeHook = capHold{}
 
-func (capHold) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
-	if o.Class != ClassAnswered && o.Class != ClassCancelled {
-		s.notePushBack(broker, o.Class == ClassBusy)
+func (capHold) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
+	if sl != nil && o.Class != ClassAnswered && o.Class != ClassCancelled {
+		s.notePushBack(sl, o.Class == ClassBusy)
 	}
 	return FaultUpdate{}, false
 }
 
-// notePushBack records whether the failure just reported for broker was a
+// notePushBack records whether the failure just reported on slot sl was a
 // busy answer, moving the table's isolation epoch on when that changes (the
-// cap's views are recomputed on the next pick). It allocates nothing for a
-// known broker; it writes the flag only when it changes.
-func (s *Strategy) notePushBack(broker string, busy bool) {
-	if !s.faultOn.Load() {
-		return
-	}
-	var sl *slot
-	if busy {
-		sl = s.table.slotFor(broker)
-	} else if sl = s.table.lookup(broker); sl == nil {
-		return
-	}
+// cap's views are recomputed on the next pick). It allocates nothing; it
+// writes the flag only when it changes.
+func (s *Strategy) notePushBack(sl *slot, busy bool) {
 	if sl.pushedBack.Load() != busy {
 		sl.pushedBack.Store(busy)
 		s.table.bump()

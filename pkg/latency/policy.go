@@ -73,11 +73,12 @@ type isolationHook interface {
 }
 
 // outcomeHook is told of every outcome reported through a pick (Report),
-// before the mode's update rules. It returns ok=true when it made the fault
-// update itself (the rules and the later hooks are then skipped), with the
-// update made. It must not block or allocate for a known broker.
+// before the mode's update rules, with the broker's slot Report found once
+// (nil while fault tolerance is off). It returns ok=true when it made the
+// fault update itself (the rules and the later hooks are then skipped),
+// with the update made. It must not block or allocate.
 type outcomeHook interface {
-	report(s *Strategy, broker string, o Outcome) (u FaultUpdate, ok bool)
+	report(s *Strategy, sl *slot, broker string, o Outcome) (u FaultUpdate, ok bool)
 }
 
 // releaseHook keeps isolated brokers of a route in service.
