@@ -86,8 +86,8 @@ func (l *brokerLoad) score(now int64) int64 {
 		rtt = int64(defaultRTT)
 	} else if el := now - l.stamp.Load(); el > 0 {
 		// Finagle's fade, exp(-elapsed/decay), only for a broker answered
-		// at least once: a 600 ms answer weighs less than 1 ms after 6.4 s
-		// (1/(1+x), tried first, took ten minutes).
+		// at least once: a 600 ms answer weighs less than 1 ms after 6.4 s,
+		// where a fade of 1/(1+x) would keep it far longer.
 		rtt = max(int64(float64(rtt)*math.Exp(-float64(el)/float64(loadDecay))), int64(defaultRTT))
 	}
 	// Integer nanoseconds: a PeakEWMA of at most hours times any in-flight
