@@ -2,6 +2,7 @@ package latency_test
 
 import (
 	"math"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -392,6 +393,67 @@ func TestLoadAwareEndFindsItsBroker(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestLoadAwareEndsUnderRouteChurn runs picks and their ends on several
+// goroutines while another one keeps dropping broker a from the route and
+// bringing it back (its slot leaves the table and a new one, often with the
+// freed id, takes its place): once every pick has ended, every broker's
+// in-flight count is 0, since each end uncounts the slot its pick was
+// counted on and never another incarnation's. Run it with -race.
+func TestLoadAwareEndsUnderRouteChurn(t *testing.T) {
+	s, _ := policyStrategy(t, loadAware)
+	with, without := loadRoute(t, "a", "b", "c"), loadRoute(t, "b", "c")
+	s.RouteChanged(with)
+	rounds := 2000
+	if raceEnabled {
+		rounds = 300
+	}
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				s.RouteChanged(with)
+				return
+			default:
+			}
+			if i%2 == 0 {
+				s.RouteChanged(without)
+			} else {
+				s.RouteChanged(with)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				p, ok := s.Select(with, latency.PickInfo{})
+				if !ok {
+					t.Error("Select() found no queue")
+					return
+				}
+				if (i+g)%3 == 0 {
+					p.Release()
+				} else {
+					p.Done(answeredIn(time.Millisecond))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-churned
+	for _, b := range []string{"a", "b", "c"} {
+		if got := s.InFlight(b); got != 0 {
+			t.Errorf("InFlight(%s) after every pick ended = %d, want 0", b, got)
 		}
 	}
 }
