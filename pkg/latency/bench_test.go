@@ -44,7 +44,7 @@ func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change .
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.Select(info, PickInfo{}) // build the memo outside the timed loop
+	s.Select(info, PickInfo{}) // build the binding outside the timed loop
 	return s, info
 }
 

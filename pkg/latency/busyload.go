@@ -95,21 +95,20 @@ func fade(v float64, elapsed int64, decay time.Duration) float64 {
 // for the decay time as load. The broker stays reachable; a busy answer
 // neither raises nor forgives a backoff level. Other classes go to the
 // mode's rules.
-func (b *busyLoad) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
+func (b *busyLoad) report(s *Strategy, sl *slot, broker string, o Outcome) (FaultUpdate, bool) {
 	if o.Class != ClassBusy {
 		return FaultUpdate{}, false
 	}
 	u := FaultUpdate{Broker: broker, Latency: max(o.Latency, 0), Reachable: true}
-	if !s.faultOn.Load() {
+	if sl == nil {
 		return u, true
 	}
-	sl := s.table.slotFor(broker)
 	level := sl.busy.add(s.table.now(), b.decay)
 	d := s.durations.Load().t.Isolation(u.Latency) // a busy answer that waited long is slow too
 	if b.isolateAt > 0 && level >= b.isolateAt {
 		d, u.Isolation = max(d, b.decay), true
 	}
-	if r, ok := s.table.update(broker, u.Latency, d, true, ReasonBusy, nil); ok && s.obs != nil {
+	if r, ok := s.table.updateSlot(sl, u.Latency, d, true, ReasonBusy, nil); ok && s.obs != nil {
 		s.obs.OnIsolate(s.table.event(broker, ReasonBusy, u.Latency, r))
 	}
 	return u, true

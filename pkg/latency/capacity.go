@@ -3,28 +3,22 @@ package latency
 import "github.com/mqfault/mqfault/internal/configerr"
 
 // This file holds the rule that makes the isolation cap follow capacity
-// (Config.CapHoldsBusy). The cap (policy.go) keeps the least bad isolated
-// brokers in service when more than MaxIsolatedFraction of a route is
-// isolated, so a fault that hits many brokers cannot push the traffic onto
-// the few left. A broker isolated because it answered busy is the opposite
-// case: it said it has no room, and keeping it in service (the reference
-// isolates a busy broker as a failure, so it ranks as a failed broker the
-// cap may release) sends the most traffic of all to the broker that has the
-// least capacity, whose answers then are busy again and retried elsewhere:
-// on a cluster short of capacity the preset with the cap failed several
-// times v5's sends (POLICIES.md). Under this rule a broker whose isolation
-// follows a busy answer is never released: it still counts as isolated (it
-// is out of service), and when more than the cap's limit are isolated, the
-// least bad of the others stay in service. The hold ends when that isolation
-// ends (the expiry timer) or a failure of another class is reported for the
-// broker; an answer does not end it, since under a send queue the answers of
-// sends queued before the busy one arrive after it.
-//
-// Measured (POLICIES.md, seed 1): with the hold, short-capacity-blackhole
-// fails 408 sends against v5's 1,332 (3,989 without), short-capacity-open
-// 4,003 (27,060 without; v5 5,690 at seed 1, about 3,650 at seeds 2-4). A variant that cleared the hold on any
-// answer failed 24,769 in short-capacity-open: late answers put the busy
-// broker back in the cap's reach.
+// (Config.CapHoldsBusy). The cap (isolationcap.go) keeps the least bad
+// isolated brokers in service when more than MaxIsolatedFraction of a route
+// is isolated, so a fault that hits many brokers cannot push the traffic
+// onto the few left. A broker isolated because it answered busy is the
+// opposite case: it said it has no room, and keeping it in service (the
+// reference isolates a busy broker as a failure, so it ranks as a failed
+// broker the cap may release) sends the most traffic of all to the broker
+// that has the least capacity, whose answers then are busy again and retried
+// elsewhere. Under this rule a broker whose isolation follows a busy answer
+// is never released: it still counts as isolated (it is out of service), and
+// when more than the cap's limit are isolated, the least bad of the others
+// stay in service. The hold ends when that isolation ends (the expiry timer)
+// or a failure of another class is reported for the broker; an answer does
+// not end it, since under a send queue the answers of sends queued before
+// the busy one arrive after it. POLICIES.md has what the simulator measured
+// with and without the rule.
 
 // capHoldPolicy registers the rule (policy.go); it has no settings of its
 // own to check.
@@ -43,27 +37,18 @@ type capHold struct{}
 
 var _ outcomeHook = capHold{}
 
-func (capHold) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
-	if o.Class != ClassAnswered && o.Class != ClassCancelled {
-		s.notePushBack(broker, o.Class == ClassBusy)
+func (capHold) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
+	if sl != nil && o.Class != ClassAnswered && o.Class != ClassCancelled {
+		s.notePushBack(sl, o.Class == ClassBusy)
 	}
 	return FaultUpdate{}, false
 }
 
-// notePushBack records whether the failure just reported for broker was a
+// notePushBack records whether the failure just reported on slot sl was a
 // busy answer, moving the table's isolation epoch on when that changes (the
-// cap's views are recomputed on the next pick). It allocates nothing for a
-// known broker; it writes the flag only when it changes.
-func (s *Strategy) notePushBack(broker string, busy bool) {
-	if !s.faultOn.Load() {
-		return
-	}
-	var sl *slot
-	if busy {
-		sl = s.table.slotFor(broker)
-	} else if sl = s.table.lookup(broker); sl == nil {
-		return
-	}
+// cap's views are recomputed on the next pick). It allocates nothing; it
+// writes the flag only when it changes.
+func (s *Strategy) notePushBack(sl *slot, busy bool) {
 	if sl.pushedBack.Load() != busy {
 		sl.pushedBack.Store(busy)
 		s.table.bump()

@@ -20,7 +20,7 @@ func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	b := s.bind(info)
 	start := info.Index().Next()
 	if p, ok := c4.scan(info, b, start); ok {
-		return s.picked(info, p, StageAvailable)
+		return s.picked(info, b, p, StageAvailable)
 	}
 	if len(s.filters) > 0 {
 		c := newCursor(info.Index(), n)
@@ -28,7 +28,7 @@ func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return s.picked(info, p, StageFiltered)
+				return s.picked(info, b, p, StageFiltered)
 			}
 		}
 		c.done()
@@ -60,12 +60,16 @@ func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		if s.stages != nil {
 			s.stages.add(StageLeastBad)
 		}
-		return Pick{Queue: b.leastBadQueue(bi, q.Topic, broker, nums, id), Stage: StageLeastBad, Reporter: s}, true
+		pk := Pick{Queue: b.leastBadQueue(bi, q.Topic, broker, nums, id), Stage: StageLeastBad, Reporter: s}
+		if sl != nil {
+			pk.slot = sl.handle
+		}
+		return pk, true
 	}
 	if ok {
 		s.table.Remove(broker)
 	}
-	return s.picked(info, route.Position(info.Index().Add(1), n), StageAny)
+	return s.picked(info, b, route.Position(info.Index().Add(1), n), StageAny)
 }
 
 // scan is 4.9.8's scan for an available broker from start: over an
@@ -133,20 +137,20 @@ func (c4 cascade4) pickOff(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 			p := c.next()
 			if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 				c.done()
-				return s.picked(info, p, StageNotLast)
+				return s.picked(info, nil, p, StageNotLast)
 			}
 		}
 		for range n {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return s.picked(info, p, StageFiltered)
+				return s.picked(info, nil, p, StageFiltered)
 			}
 		}
 	}
 	p, st := avoidLast(info, &c, in.LastBroker)
 	c.done()
-	return s.picked(info, p, st)
+	return s.picked(info, nil, p, st)
 }
 
 // avoidLast is the publish info's "avoid the last broker" pick from c: with

@@ -30,7 +30,7 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		if s.policies.loadAware {
 			return c5.twoChoices(info, b, v, p, c.v)
 		}
-		return s.picked(info, p, StageAvailable)
+		return s.picked(info, b, p, StageAvailable)
 	}
 	return c5.cascade(info, b, v, -1, c)
 }
@@ -45,7 +45,7 @@ func (c5 cascade5) allIsolated(info *route.PublishInfo, b *binding, c cursor) (P
 		c.claimAhead(int32(n) + 1)
 		p := route.Position(c.v+int32(n)+1, n)
 		if f.valid(e) {
-			return s.picked(info, p, StageReachable)
+			return s.picked(info, b, p, StageReachable)
 		}
 		return c5.walk(info, b, nil, -1, c)
 	}
@@ -92,7 +92,7 @@ func (c5 cascade5) cascade(info *route.PublishInfo, b *binding, v *capView, last
 					// cap is on (its retry pass), as seek's first pass.
 					p = c5.choose(b, v, p, last, c.v, v != nil)
 				}
-				return s.picked(info, p, st)
+				return s.picked(info, b, p, st)
 			}
 			c = walk
 		}
@@ -152,7 +152,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 			p := c.next()
 			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
 				c.done()
-				return s.picked(info, c5.choose(b, v, p, last, c.v, true), StageAvailable)
+				return s.picked(info, b, c5.choose(b, v, p, last, c.v, true), StageAvailable)
 			}
 		}
 		start = 0
@@ -164,17 +164,17 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 			if last >= 0 {
 				p = c5.choose(b, v, p, last, c.v, v != nil)
 			}
-			return s.picked(info, p, StageAvailable)
+			return s.picked(info, b, p, StageAvailable)
 		}
 	}
 	for range n {
 		p := c.next()
 		if e := &b.entries[p]; e.s.reachable.Load() && e.broker != last && s.admit(info, p) {
 			c.done()
-			return s.picked(info, p, StageReachable)
+			return s.picked(info, b, p, StageReachable)
 		}
 	}
-	return s.finish(info, &c, n)
+	return s.finish(info, b, &c, n)
 }
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last
@@ -188,8 +188,8 @@ func (c5 cascade5) pickOff(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		p := c.next()
 		if int32(info.BrokerOf(p)) != last && s.admit(info, p) {
 			c.done()
-			return s.picked(info, p, StageNotLast)
+			return s.picked(info, nil, p, StageNotLast)
 		}
 	}
-	return s.finish(info, &c, n)
+	return s.finish(info, nil, &c, n)
 }

@@ -32,10 +32,26 @@
 // blocks on I/O and allocates nothing once a route has been seen; only the
 // detector runs goroutines, and Close waits for them.
 //
-// Reading the code: pick.go (the pick's types and the shared cursor),
-// outcome.go (outcomes, Pick.Done and the mode's update rules),
-// cascade5.go and cascade4.go (each mode's cascade), routeview.go (how a pick
-// skips what a pass would refuse), table.go and leastbad.go (the fault
-// table), policy.go with isolationcap.go and backoff.go (the policies past
-// the reference), detector.go and detect.go (the detector).
+// Reading the code, in this order:
+//
+//   - strategy.go (the Strategy, its options and Update) and config.go (the
+//     Config, its presets and checks);
+//   - pick.go (the pick's types, Release and the shared cursor), outcome.go
+//     (outcomes, Pick.Done and the mode's update rules);
+//   - binding.go (what a strategy derives from a route), cascade5.go and
+//     cascade4.go (each mode's cascade), routeview.go (how a pick skips what
+//     a pass would refuse), routes.go and routebrokers.go (route changes, and
+//     which brokers' items the table drops);
+//   - table.go (the fault table, its slots and the picks' slot handles),
+//     leastbad.go (v4's least-bad broker), durations.go (the duration
+//     tables);
+//   - policy.go (the registry of the policies past the reference and their
+//     hooks), then each policy's file: isolationcap.go, backoff.go,
+//     recovery.go, capacity.go, pushback.go, busyload.go, loadaware.go;
+//     POLICIES.md says why each is there and what it measured;
+//   - detector.go and detect.go (the detector and the probe contract; the
+//     detectortest package checks a ServiceDetector against it);
+//   - clock.go and clockctx.go (the clocks, and contexts on them),
+//     observer.go (what a strategy reports), stagecount.go (picks counted by
+//     stage), errors.go (configuration errors).
 package latency

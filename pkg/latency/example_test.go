@@ -357,3 +357,44 @@ func composeAndSend(queues []route.MessageQueue, sendTo func(route.MessageQueue)
 	pick.Done(latency.Outcome{Class: class, Latency: time.Since(start), Err: err})
 	return err
 }
+
+// ExamplePick_Done reports what each attempt met through its pick: the
+// strategy that picked applies its mode's update rules and returns the
+// fault update they called for. A failed send isolates its broker, a slow
+// answer too (for the duration table's time), a fast answer does not.
+func ExamplePick_Done() {
+	clock := latency.NewManualClock(time.UnixMilli(1000000))
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	info, _ := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:1;b:1;c:1")})
+	info.Index().Store(0) // a fresh index starts at a random value
+
+	outcomes := []latency.Outcome{
+		{Class: latency.ClassTransportTimeout, Latency: 3 * time.Second},
+		{Class: latency.ClassAnswered, Latency: 600 * time.Millisecond},
+		{Class: latency.ClassAnswered, Latency: 20 * time.Millisecond},
+	}
+	for _, o := range outcomes {
+		pick, _ := s.Select(info, latency.PickInfo{})
+		u := pick.Done(o)
+		fmt.Printf("%v (%v) %v: %+v, available %v\n", pick.Queue, pick.Stage, o.Class, u,
+			s.FaultTolerance().IsAvailable(pick.Queue.BrokerName))
+	}
+	// A pick whose attempt never started is released instead: nothing is
+	// reported.
+	pick, _ := s.Select(info, latency.PickInfo{})
+	pick.Release()
+	fmt.Println(pick.Queue, "released")
+	// Output:
+	// b:0 (available) transport_timeout: {Broker:b Latency:3s Isolation:true Reachable:true}, available false
+	// c:0 (available) answered: {Broker:c Latency:600ms Isolation:false Reachable:true}, available false
+	// a:0 (available) answered: {Broker:a Latency:20ms Isolation:false Reachable:true}, available true
+	// a:0 released
+}

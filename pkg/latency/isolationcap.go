@@ -97,7 +97,7 @@ func (c isolationCap) bind(slots []*slot, entries []entry, durations *atomic.Poi
 	return nil
 }
 
-// capState is one route memo's isolation cap: the route's broker slots, the
+// capState is one route binding's isolation cap: the route's broker slots, the
 // two views and the scratch space of a recompute.
 type capState struct {
 	limit      int                           // most brokers of the route picks avoid at once

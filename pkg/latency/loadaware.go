@@ -4,7 +4,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/mqfault/mqfault/internal/configerr"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -35,8 +34,9 @@ import (
 // decrements it and folds its latency into the PeakEWMA (Done reads the
 // table's clock). A pick whose attempt never starts is uncounted by
 // Pick.Release; producer.Drive calls one or the other for every pick. Both
-// find the broker's slot from the pick's queue through the route binding
-// the strategy picked from last (loadOf), by name only when that fails.
+// find the slot the pick was counted on from the handle the pick carries
+// (FaultTable.resolve), however the route changed since: the count of a
+// broker that left the table and came back is the new slot's alone.
 
 // Load-aware constants: the PeakEWMA's decay time, the score of a broker
 // never answered, what one busy answer adds to the broker's push-back
@@ -86,8 +86,8 @@ func (l *brokerLoad) score(now int64) int64 {
 		rtt = int64(defaultRTT)
 	} else if el := now - l.stamp.Load(); el > 0 {
 		// Finagle's fade, exp(-elapsed/decay), only for a broker answered
-		// at least once: a 600 ms answer weighs less than 1 ms after 6.4 s
-		// (1/(1+x), tried first, took ten minutes).
+		// at least once: a 600 ms answer weighs less than 1 ms after 6.4 s,
+		// where a fade of 1/(1+x) would keep it far longer.
 		rtt = max(int64(float64(rtt)*math.Exp(-float64(el)/float64(loadDecay))), int64(defaultRTT))
 	}
 	// Integer nanoseconds: a PeakEWMA of at most hours times any in-flight
@@ -159,9 +159,9 @@ func (l *brokerLoad) observe(now int64, lat time.Duration) {
 // stands on.
 func (c5 cascade5) twoChoices(info *route.PublishInfo, b *binding, v *capView, p int, idx int32) (Pick, bool) {
 	p = c5.choose(b, v, p, -1, idx, false)
-	// Counted here on the slot in hand (the one countLoad would find).
-	b.entries[p].s.load.inflight.Add(1)
-	return c5.s.made(info, p, StageAvailable)
+	sl := b.entries[p].s
+	sl.load.inflight.Add(1)
+	return c5.s.made(info, sl, p, StageAvailable)
 }
 
 // choose is the power of two choices among available queues: p is the
@@ -205,63 +205,16 @@ func partner(p, n int, idx int32) int {
 	return q
 }
 
-// countLoad counts a pick of queue p of info in flight under load-aware
-// picks, whatever its stage, so every attempt's end finds its count (Done
-// and Release find the slot again with loadOf; a broker the table has no
-// slot for yet, fault tolerance off before any update, is not counted).
-func (s *Strategy) countLoad(info *route.PublishInfo, p int) {
-	var sl *slot
-	if b := s.binds.last.Load(); b != nil && b.info == info && b.gen == s.table.gen.Load() && p < len(b.entries) {
-		sl = b.entries[p].s
-	} else if sl = s.table.lookup(info.QueueRef(p).BrokerName); sl == nil {
+// Release implements Releaser: it uncounts a pick that was never attempted
+// from its broker's attempts in flight under load-aware picks (the slot the
+// pick was counted on, found from its handle), and does nothing otherwise.
+// Safe for concurrent use; allocates nothing.
+func (s *Strategy) Release(p Pick) {
+	if !s.policies.loadAware || p.Queue == nil {
 		return
 	}
-	sl.load.inflight.Add(1)
-}
-
-// loadOf returns the load state of q's broker, nil when the table has no
-// slot for it. A pick's queue points into its publish info's queue list, so
-// when the strategy's last binding is that info's and current, q's position
-// there finds the slot with a few loads and no map lookup (the slot
-// countLoad counted: a current binding's slots are the table's); otherwise
-// (another route picked since, a queue of v4's least-bad pick, a slot
-// dropped) the broker's name finds it.
-func (s *Strategy) loadOf(q *route.MessageQueue) *brokerLoad {
-	if b := s.binds.last.Load(); b != nil && b.gen == s.table.gen.Load() {
-		if i, ok := b.position(q); ok {
-			return &b.entries[i].s.load
-		}
-	}
-	if sl := s.table.lookup(q.BrokerName); sl != nil {
-		return &sl.load
-	}
-	return nil
-}
-
-// position returns q's position in b's publish info, when q points into its
-// queue list. Only the distance between two addresses is computed: the
-// answer is checked by comparing q with the queue at that position, so a
-// pointer anywhere else is refused.
-func (b *binding) position(q *route.MessageQueue) (int, bool) {
-	n := len(b.entries)
-	if n == 0 || q == nil {
-		return 0, false
-	}
-	d := uintptr(unsafe.Pointer(q)) - uintptr(unsafe.Pointer(b.info.QueueRef(0)))
-	i := d / unsafe.Sizeof(route.MessageQueue{})
-	if i >= uintptr(n) || b.info.QueueRef(int(i)) != q {
-		return 0, false
-	}
-	return int(i), true
-}
-
-// uncountLoad uncounts a pick of q that was never attempted (Pick.Release).
-func (s *Strategy) uncountLoad(q *route.MessageQueue) {
-	if !s.policies.loadAware {
-		return
-	}
-	if l := s.loadOf(q); l != nil {
-		l.uncount()
+	if held, _ := s.table.resolve(p.slot, p.Queue.BrokerName); held != nil {
+		held.load.uncount()
 	}
 }
 

@@ -147,25 +147,39 @@ func (p Pick) Done(o Outcome) FaultUpdate {
 // Report applies the mode's update rules to the outcome of an attempt on p
 // (see UpdateFor) and makes the update (Update, which does nothing while
 // fault tolerance is off). It returns the update the rules call for, made or
-// not. Safe for concurrent use; allocates nothing for a known broker.
+// not. It finds the broker's slot once, from the handle p carries (by name
+// for a pick without one, or one whose broker left the table since), and
+// hands it to the policies' hooks and to the update. Safe for concurrent
+// use; allocates nothing for a known broker.
 func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
 	}
-	if s.policies.loadAware && !o.Pending {
-		if l := s.loadOf(p.Queue); l != nil {
+	broker := p.Queue.BrokerName
+	on, ends := s.faultOn.Load(), s.policies.loadAware && !o.Pending
+	var live *slot
+	if on || ends {
+		var held *slot
+		held, live = s.table.resolve(p.slot, broker)
+		if ends && held != nil {
 			now := s.table.now()
 			s.table.see(now)
-			l.end(now, o)
+			held.load.end(now, o)
+		}
+		if on && live == nil {
+			live = s.table.slotFor(broker)
 		}
 	}
+	if !on {
+		live = nil // the hooks read a nil slot as fault tolerance off
+	}
 	for _, h := range s.policies.outcomes {
-		if u, ok := h.report(s, p.Queue.BrokerName, o); ok {
+		if u, ok := h.report(s, live, broker, o); ok {
 			return u
 		}
 	}
-	u := UpdateFor(s.mode, p.Queue.BrokerName, o, s.detectorOn.Load())
-	s.Update(u.Broker, u.Latency, u.Isolation, u.Reachable)
+	u := UpdateFor(s.mode, broker, o, s.detectorOn.Load())
+	s.updateSlot(live, u.Broker, u.Latency, u.Isolation, u.Reachable)
 	return u
 }
 

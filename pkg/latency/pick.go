@@ -18,7 +18,7 @@ type PickInfo struct {
 	ResetIndex bool
 }
 
-// Pick is the result of a pick.
+// Pick is the result of a pick. It is four words, copied by value.
 type Pick struct {
 	// Queue is the picked queue. It points into the publish info's queue
 	// list (or, for v4's least-bad pick, a queue the strategy keeps), so a
@@ -26,18 +26,33 @@ type Pick struct {
 	Queue *route.MessageQueue
 	// Stage is the cascade stage that answered.
 	Stage Stage
+	// slot is the picking strategy's handle of the broker's slot (0: none),
+	// so Done and Release find the broker's state without a lookup by name,
+	// whatever the route has become since the pick (FaultTable.resolve).
+	slot handle
 	// Reporter takes the attempt's outcome (Done): the Strategy that picked.
 	Reporter Reporter
 }
 
+// Releaser is implemented by a Reporter that holds something for each pick
+// until its attempt ends (a Strategy with load-aware picks counts the
+// attempt in flight), so that a pick whose attempt never starts can give it
+// back: Pick.Release calls it. A Reporter that holds nothing need not
+// implement it. Release must be safe for concurrent use and must not block.
+type Releaser interface {
+	Release(p Pick)
+}
+
 // Release says that no attempt was made on the pick (the send ended before
-// its attempt started): it changes no fault state, and only uncounts the
-// pick from its broker's attempts in flight under load-aware picks. Call
-// either Release or one Done that is not Pending per pick, never both. Safe
-// for concurrent use; allocates nothing; on a zero Pick it does nothing.
+// its attempt started): it calls the Reporter's Release when the Reporter
+// is a Releaser, and does nothing otherwise. A Strategy changes no fault
+// state, and only uncounts the pick from its broker's attempts in flight
+// under load-aware picks. Call either Release or one Done that is not
+// Pending per pick, never both. Safe for concurrent use; allocates nothing
+// for a Strategy's pick; on a zero Pick it does nothing.
 func (p Pick) Release() {
-	if s, ok := p.Reporter.(*Strategy); ok && p.Queue != nil {
-		s.uncountLoad(p.Queue)
+	if r, ok := p.Reporter.(Releaser); ok && p.Queue != nil {
+		r.Release(p)
 	}
 }
 
@@ -126,24 +141,39 @@ type cascade interface {
 	pick(info *route.PublishInfo, in PickInfo) (Pick, bool)
 }
 
-// picked makes the result for queue p, counting it when asked to.
-func (s *Strategy) picked(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
-	if s.policies.loadAware {
-		s.countLoad(info, p)
+// picked makes the result for queue p, counting it in flight when
+// load-aware picks are on. b is the binding p was picked from, nil for the
+// picks that bind nothing (fault tolerance off): those find the broker's slot
+// by name only when they count it, and carry no handle otherwise.
+func (s *Strategy) picked(info *route.PublishInfo, b *binding, p int, st Stage) (Pick, bool) {
+	var sl *slot
+	if b != nil {
+		sl = b.entries[p].s
 	}
-	return s.made(info, p, st)
+	if s.policies.loadAware {
+		if sl == nil {
+			// A broker the table has no slot for yet (fault tolerance off,
+			// no update so far) is not counted.
+			sl = s.table.lookup(info.QueueRef(p).BrokerName)
+		}
+		if sl != nil {
+			sl.load.inflight.Add(1)
+		}
+	}
+	return s.made(info, sl, p, st)
 }
 
-// made makes the result for queue p, counted in flight already when it has
-// to be (picked, twoChoices).
-func (s *Strategy) made(info *route.PublishInfo, p int, st Stage) (Pick, bool) {
+// made makes the result for queue p on slot sl (nil: none known), counted
+// in flight already when it has to be (picked, twoChoices).
+func (s *Strategy) made(info *route.PublishInfo, sl *slot, p int, st Stage) (Pick, bool) {
 	if s.stages != nil {
 		s.stages.add(st)
 	}
-	// Pick stays four words: one more (a pointer to the broker's load state)
-	// made every pick about 2.5x slower (BenchmarkSelect), so Done and Release
-	// find the load state again from the queue (loadOf).
-	return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
+	pk := Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}
+	if sl != nil {
+		pk.slot = sl.handle
+	}
+	return pk, true
 }
 
 // admit applies the user filters to queue p.
@@ -167,20 +197,20 @@ func lastBrokerIndex(info *route.PublishInfo, last string) int32 {
 }
 
 // finish runs the last stages: user filters alone (when there are any), then
-// the unfiltered pick.
-func (s *Strategy) finish(info *route.PublishInfo, c *cursor, n int) (Pick, bool) {
+// the unfiltered pick. b is the binding picked from, nil for none.
+func (s *Strategy) finish(info *route.PublishInfo, b *binding, c *cursor, n int) (Pick, bool) {
 	if len(s.filters) > 0 {
 		for range n {
 			p := c.next()
 			if s.admit(info, p) {
 				c.done()
-				return s.picked(info, p, StageFiltered)
+				return s.picked(info, b, p, StageFiltered)
 			}
 		}
 	}
 	p := c.next()
 	c.done()
-	return s.picked(info, p, StageAny)
+	return s.picked(info, b, p, StageAny)
 }
 
 // cursor walks queue positions as consecutive calls of the index's next()
@@ -219,8 +249,8 @@ func positionConst(n int) uint64 {
 
 // fastPosition is route.Position(v, n) with m = positionConst(n), without
 // a division (Lemire, Kaser and Kurz, "Faster remainder by direct
-// computation", 2019: exact for every 32-bit dividend and divisor). A
-// division was about a tenth of a first-stage pick.
+// computation", 2019: exact for every 32-bit dividend and divisor), which
+// keeps a division off a first-stage pick.
 func fastPosition(v int32, m uint64, n int) int {
 	hi, _ := bits.Mul64(m*uint64(uint32(v)&route.PositiveMask), uint64(n))
 	return int(hi)

@@ -7,26 +7,46 @@ import (
 	"github.com/mqfault/mqfault/internal/configerr"
 )
 
-// The policies past the reference (DESIGN.md section 4) are the isolation
-// cap (isolationcap.go) and the backoff for repeat offenders (backoff.go);
-// the probe-failure rule is one switch of the detector (Config.ProbeFailures).
+// The policies past the reference (DESIGN.md section 4) are the seven that
+// policyKinds registers, each in its own file:
+//
+//   - the isolation cap (isolationcap.go, Config.MaxIsolatedFraction): a
+//     release hook that keeps the least bad isolated brokers of a route in
+//     service when too many of them are isolated;
+//   - the backoff for repeat offenders (backoff.go, Config.IsolationBackoff):
+//     the isolation hook;
+//   - the sustained recovery rule (recovery.go, Config.RecoveredAfter): an
+//     outcome hook, read by the detector;
+//   - the cap's hold of busy brokers (capacity.go, Config.CapHoldsBusy): an
+//     outcome hook, read by the cap;
+//   - the release on push-back (pushback.go, Config.ReleaseOnPushBack): an
+//     outcome hook, which also switches the cap's release rule;
+//   - busy is load (busyload.go, Config.BusyDecay): an outcome hook that
+//     makes the fault update of a busy answer itself;
+//   - load-aware picks (loadaware.go, Config.LoadAware): a switch the v5
+//     cascade reads on the pick path.
+//
+// The probe-failure rule is one switch of the detector (Config.ProbeFailures).
 // Each is off at its Config zero value, so Reference5 and Reference4 decide
 // exactly as RocketMQ does; DefaultConfig turns them on. They extend mode v5
 // (a v4 strategy, which reproduces 4.9.8, ignores them).
 //
-// A policy is one file: its section of Config (read from the flat knobs,
-// which stay the public ones), its checks, and one hook the strategy calls
-// at a single point, as grpc-go's outlier detection wraps a balancer:
+// A policy's file holds its checks and its hooks; the strategy calls each
+// kind of hook at a single point, as grpc-go's outlier detection wraps a
+// balancer:
 //
 //   - an isolation hook, on update: how long a failure isolates a broker,
 //     and what an answered send that isolates nothing forgives;
 //   - a release hook, on pick: per route, which brokers the fault table
 //     isolates but picks may still use;
-//   - an outcome hook, on Report: what an attempt's outcome does before (or
-//     instead of) the mode's update rules (busyload.go, capacity.go).
+//   - outcome hooks, on Report, in policyKinds' order, with the broker's
+//     slot: what an attempt's outcome does before (or instead of) the mode's
+//     update rules.
 //
-// Adding a policy is its file, its knobs in Config, and one line in
-// policyKinds.
+// Adding a policy today touches its file, its knobs in Config (config.go),
+// one line in policyKinds, its per-broker state in table.go's slot, and the
+// lists outside the package that name every knob (pkg/config's knobs.go,
+// pkg/sim's ablation.go).
 
 // policyKind is one policy: what it checks in a Config, and how it installs
 // its hook in a strategy's policies when the Config turns it on.
@@ -73,11 +93,12 @@ type isolationHook interface {
 }
 
 // outcomeHook is told of every outcome reported through a pick (Report),
-// before the mode's update rules. It returns ok=true when it made the fault
-// update itself (the rules and the later hooks are then skipped), with the
-// update made. It must not block or allocate for a known broker.
+// before the mode's update rules, with the broker's slot Report found once
+// (nil while fault tolerance is off). It returns ok=true when it made the
+// fault update itself (the rules and the later hooks are then skipped),
+// with the update made. It must not block or allocate.
 type outcomeHook interface {
-	report(s *Strategy, broker string, o Outcome) (u FaultUpdate, ok bool)
+	report(s *Strategy, sl *slot, broker string, o Outcome) (u FaultUpdate, ok bool)
 }
 
 // releaseHook keeps isolated brokers of a route in service.

@@ -77,13 +77,12 @@ type pushBack struct {
 
 var _ outcomeHook = pushBack{}
 
-func (pb pushBack) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
-	if o.Pending || !s.faultOn.Load() {
+func (pb pushBack) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
+	if o.Pending || sl == nil {
 		return FaultUpdate{}, false
 	}
 	switch {
 	case o.Class == ClassBusy, o.Class == ClassAnswered && o.Latency > pb.latency:
-		sl := s.table.slotFor(broker)
 		now := s.table.now()
 		if sl.pushing.Swap(now) == 0 {
 			s.table.bump()
@@ -92,14 +91,10 @@ func (pb pushBack) report(s *Strategy, broker string, o Outcome) (FaultUpdate, b
 		// Says nothing of the broker's room.
 	case o.Class != ClassAnswered:
 		// A failure of another class: the broker is failing, not pushing back.
-		if sl := s.table.lookup(broker); sl != nil && sl.pushing.Swap(0) != 0 {
+		if sl.pushing.Swap(0) != 0 {
 			s.table.bump()
 		}
 	default:
-		sl := s.table.lookup(broker)
-		if sl == nil {
-			return FaultUpdate{}, false
-		}
 		last := sl.pushing.Load()
 		if last == 0 {
 			return FaultUpdate{}, false

@@ -256,13 +256,13 @@ var _ outcomeHook = recoveryHook{}
 // report stamps a busy answer, or an answer slow enough for the duration
 // table to isolate for, on the broker's slot. It reads the clock only for
 // those, allocates nothing for a known broker and takes no lock.
-func (recoveryHook) report(s *Strategy, broker string, o Outcome) (FaultUpdate, bool) {
+func (recoveryHook) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
 	switch {
-	case !s.faultOn.Load():
+	case sl == nil:
 	case o.Class == ClassBusy:
-		s.table.slotFor(broker).rec.loadedAt.Store(s.table.now())
+		sl.rec.loadedAt.Store(s.table.now())
 	case o.Class == ClassAnswered && !o.Pending && s.durations.Load().t.Isolation(max(o.Latency, 0)) > 0:
-		s.table.slotFor(broker).rec.loadedAt.Store(s.table.now())
+		sl.rec.loadedAt.Store(s.table.now())
 	}
 	return FaultUpdate{}, false
 }

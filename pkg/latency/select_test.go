@@ -311,7 +311,7 @@ func TestSelectFaultTable(t *testing.T) {
 			pick, ok := s.Select(info, latency.PickInfo{LastBroker: tt.last, ResetIndex: tt.reset})
 			checkPick(t, tt, info, pick, ok)
 			// The same pick again from the same index, now that the
-			// strategy's per-route memo exists, answers the same.
+			// strategy's binding of the route exists, answers the same.
 			info.Index().Store(tt.index)
 			if tt.reset && tt.faultOn && tt.mode == latency.ModeV5 {
 				return // the mocked random source allows one reset
@@ -488,7 +488,7 @@ func TestSelectMemoRebuiltAfterRemoval(t *testing.T) {
 			}
 			s.Table().Update("b", 0, time.Hour, true) // a new item for b
 			if got := pickFromStart(s, info); got != "c:0" {
-				t.Errorf("Select() after b was isolated again = %s, want c:0 (memo must follow the new item)", got)
+				t.Errorf("Select() after b was isolated again = %s, want c:0 (the binding must follow the new item)", got)
 			}
 		})
 	}
@@ -530,7 +530,7 @@ func TestSelectAllocatesNothing(t *testing.T) {
 	s.Table().Update("b", 0, time.Hour, false)
 	s.Table().Update("a", 0, time.Hour, true)
 	info := selectRoute(t, nil)
-	s.Select(info, latency.PickInfo{}) // builds the memo
+	s.Select(info, latency.PickInfo{}) // builds the binding
 	ins := []latency.PickInfo{{}, {LastBroker: "c"}, {LastBroker: "a", ResetIndex: true}}
 	for _, in := range ins {
 		if allocs := testing.AllocsPerRun(100, func() { s.Select(info, in) }); allocs != 0 {

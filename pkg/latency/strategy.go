@@ -265,8 +265,17 @@ func (s *Strategy) IsolationLatency() time.Duration { return s.spec.isolationLat
 // store it and rank the broker above every healthy one).
 // Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
+	s.updateSlot(nil, broker, latency, isolation, reachable)
+}
+
+// updateSlot is Update on broker's slot sl, found already (nil: find it by
+// name).
+func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, isolation, reachable bool) {
 	if !s.faultOn.Load() {
 		return
+	}
+	if sl == nil {
+		sl = s.table.slotFor(broker)
 	}
 	latency = max(latency, 0)
 	lookup, reason := latency, ReasonLatency
@@ -274,7 +283,7 @@ func (s *Strategy) Update(broker string, latency time.Duration, isolation, reach
 		lookup, reason = s.spec.isolationLatency, ReasonFailure
 	}
 	d := s.durations.Load().t.Isolation(lookup)
-	if r, ok := s.table.update(broker, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
+	if r, ok := s.table.updateSlot(sl, latency, d, reachable, reason, s.policies.isolation); ok && s.obs != nil {
 		s.obs.OnIsolate(s.table.event(broker, reason, latency, r))
 	}
 }

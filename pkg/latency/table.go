@@ -80,11 +80,16 @@ type FaultTable struct {
 	rule  updateRule // the mode's
 	obs   Observer   // nil means none
 
-	mu     sync.Mutex                       // serializes changes to the slot map
-	nextID int32                            // the next slot's id; guarded by mu
-	slots  atomic.Pointer[map[string]*slot] // copy on write
-	gen    atomic.Uint64                    // bumped whenever a slot leaves the map
-	seen   atomic.Int64                     // the latest table time an outcome was reported at (see)
+	mu    sync.Mutex                       // serializes changes to the slot map
+	slots atomic.Pointer[map[string]*slot] // copy on write
+	// byID holds every slot by its id, those that left the map too until
+	// their id is given to a new slot (copy on write, under mu): a pick's
+	// handle finds its slot here (resolve). free lists the ids of slots
+	// that left the map, for reuse; guarded by mu.
+	byID atomic.Pointer[[]*slot]
+	free []int32
+	gen  atomic.Uint64 // bumped whenever a slot leaves the map
+	seen atomic.Int64  // the latest table time an outcome was reported at (see)
 	// epoch is bumped whenever an isolation starts, is extended or ends, and
 	// when an isolated broker's reachability or failure mark changes: the
 	// isolation cap recomputes a route's view when it sees a new epoch
@@ -128,6 +133,7 @@ func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
 	}
 	m := map[string]*slot{}
 	t.slots.Store(&m)
+	t.byID.Store(new([]*slot))
 	return t
 }
 
@@ -137,8 +143,17 @@ type slot struct {
 	reachable atomic.Bool // true while absent
 	present   atomic.Bool // the broker has an item (Update made one, Remove dropped it)
 
-	name       string
-	id         int32        // unique in the table, from 0 (a binding's index of its slots)
+	name string
+	// id is unique among the table's slots, from 0 (a binding's index of
+	// its slots, and the slot's place in byID); a slot that left the table
+	// gives its id to a later one. handle is what a pick carries to find
+	// the slot again (Pick.Done): id and a generation that changes when the
+	// id is given again.
+	id     int32
+	handle handle
+	// gone is set when the slot leaves the table's map (Remove, Retain):
+	// what is reported on a pick of it goes to the broker's slot by name.
+	gone       atomic.Bool
 	latency    atomic.Int64 // nanoseconds
 	until      atomic.Int64 // table time; 0 when never isolated
 	checkStamp atomic.Int64 // table time; 0 when never checked
@@ -174,12 +189,73 @@ type slot struct {
 	ended bool
 }
 
-// newSlot makes broker name's slot. Caller must hold t.mu.
-func newSlot(t *FaultTable, name string) *slot {
-	s := &slot{name: name, table: t, id: t.nextID}
-	t.nextID++
+// handle names a slot for a pick: its id plus one in the low handleIDBits
+// bits (0: no handle), and above them a generation, moved on each time the
+// id is given to a new slot, so the handle of a slot that left the table
+// never finds the slot that took its id (unless the same id is given again
+// handleGens times while one pick is in flight; resolve then still checks
+// the broker's name). A table of more slots than the id bits hold gives
+// the later ones no handle: their picks find them by name.
+type handle int32
+
+const (
+	handleIDBits = 24
+	handleIDMask = 1<<handleIDBits - 1
+	handleGens   = 1 << (31 - handleIDBits)
+)
+
+// newSlot makes broker name's slot, with a free id if there is one, and
+// records it in ids (the caller's copy of byID, which it stores). Caller
+// must hold t.mu.
+func newSlot(t *FaultTable, name string, ids []*slot) (*slot, []*slot) {
+	s := &slot{name: name, table: t}
+	gen := 0
+	if n := len(t.free); n > 0 {
+		s.id = t.free[n-1]
+		t.free = t.free[:n-1]
+		gen = (int(ids[s.id].handle>>handleIDBits) + 1) % handleGens
+		ids[s.id] = s
+	} else {
+		s.id = int32(len(ids))
+		ids = append(ids, s)
+	}
+	if s.id < handleIDMask {
+		s.handle = handle(gen<<handleIDBits | int(s.id+1))
+	}
 	s.reachable.Store(true)
-	return s
+	return s, ids
+}
+
+// dropped marks slots that left the map gone and frees their ids. Caller
+// must hold t.mu.
+func (t *FaultTable) dropped(gone ...*slot) {
+	for _, s := range gone {
+		s.gone.Store(true)
+		t.free = append(t.free, s.id)
+	}
+}
+
+// resolve finds the slot of a pick of broker name that carries handle h:
+// held is the slot the pick was made on (nil when the handle is stale: its
+// id went to a new slot), live the broker's slot in the table now (nil when
+// it has none). They are one slot unless the pick's slot left the table
+// since. A pick without a handle finds both by name. It takes no lock and
+// allocates nothing.
+func (t *FaultTable) resolve(h handle, name string) (held, live *slot) {
+	if h == 0 {
+		s := t.lookup(name)
+		return s, s
+	}
+	ids := *t.byID.Load()
+	if i := int(h&handleIDMask) - 1; i < len(ids) {
+		if s := ids[i]; s.handle == h && s.name == name {
+			if !s.gone.Load() {
+				return s, s
+			}
+			return s, t.lookup(name)
+		}
+	}
+	return nil, t.lookup(name)
 }
 
 func (t *FaultTable) lookup(name string) *slot { return (*t.slots.Load())[name] }
@@ -210,6 +286,7 @@ func (t *FaultTable) slotsFor(names []string) []*slot {
 	defer t.mu.Unlock()
 	m = *t.slots.Load()
 	var nm map[string]*slot
+	var ids []*slot
 	for i, n := range names {
 		if s := m[n]; s != nil {
 			out[i] = s
@@ -217,15 +294,17 @@ func (t *FaultTable) slotsFor(names []string) []*slot {
 		}
 		if nm == nil {
 			nm = maps.Clone(m)
+			ids = slices.Clone(*t.byID.Load())
 		}
 		if s := nm[n]; s != nil { // a duplicate name in names
 			out[i] = s
 			continue
 		}
-		out[i] = newSlot(t, n)
+		out[i], ids = newSlot(t, n, ids)
 		nm[n] = out[i]
 	}
 	if nm != nil {
+		t.byID.Store(&ids)
 		t.slots.Store(&nm)
 	}
 	return out
@@ -300,7 +379,11 @@ func (t *FaultTable) event(broker string, reason Reason, latency time.Duration, 
 // mode's rule did, and whether it started or extended an isolation, for the
 // caller to report (event).
 func (t *FaultTable) update(broker string, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (ruleResult, bool) {
-	s := t.slotFor(broker)
+	return t.updateSlot(t.slotFor(broker), latency, isolation, reachable, reason, bo)
+}
+
+// updateSlot is update on the broker's slot s, found already.
+func (t *FaultTable) updateSlot(s *slot, latency, isolation time.Duration, reachable bool, reason Reason, bo isolationHook) (ruleResult, bool) {
 	s.latency.Store(int64(latency))
 	r := t.rule(s, isolation, reachable, reason, bo)
 	s.setReachable(r.reachable)
@@ -510,6 +593,7 @@ func (t *FaultTable) Remove(broker string) {
 	if ok {
 		nm := maps.Clone(m)
 		delete(nm, broker)
+		t.dropped(s)
 		t.slots.Store(&nm)
 		t.gen.Add(1)
 	}
@@ -535,6 +619,7 @@ func (t *FaultTable) Retain(keep func(broker string) bool) []string {
 		}
 	}
 	if len(gone) > 0 {
+		t.dropped(gone...)
 		t.slots.Store(&nm)
 		t.gen.Add(1)
 	}

@@ -150,3 +150,58 @@ func readmeSendWithClock(ctx context.Context, transport producer.Transport, rout
 	fmt.Println(res.Status, res.MsgID, res.Queue.BrokerName)
 	return nil
 }
+
+// ExampleDrive runs one synchronous send over a strategy in virtual time, as
+// a simulator does: Start picks each attempt's queue, Finish reports the
+// attempt's outcome through the pick (the strategy's rules make the fault
+// update) and says whether to retry. The attempt on broker b times out, the
+// retry goes to another broker and is answered, and b stays isolated.
+func ExampleDrive() {
+	clock := latency.NewManualClock(time.Unix(0, 0))
+	scfg := latency.Reference5()
+	scfg.FaultTolerance = true
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	defer strat.Close()
+	policy, err := producer.NewPolicy(producer.Reference5(), latency.ModeV5)
+	if err != nil {
+		panic(err)
+	}
+	info, err := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:1;b:1;c:1")},
+		route.WithRandom(zeroRandom{}))
+	if err != nil {
+		panic(err)
+	}
+
+	// run is the attempt: broker b hangs until the attempt's timeout.
+	run := func(plan producer.Plan) producer.Outcome {
+		if plan.Queue.BrokerName == "b" {
+			return producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout,
+				Err: context.DeadlineExceeded, Elapsed: plan.Timeout}
+		}
+		return producer.Outcome{Class: producer.ClassAnswered, Elapsed: 30 * time.Millisecond}
+	}
+	now := clock.Now()
+	d := producer.NewDrive(strat, info, policy, producer.KindSync, now)
+	for d.Next(now) {
+		plan, ok := d.Start(now)
+		if !ok {
+			break
+		}
+		o := run(plan)
+		clock.Advance(o.Elapsed)
+		step := d.Finish(o)
+		fmt.Printf("attempt %d on %s: update %+v, retry %v\n", plan.Attempt, plan.Queue.BrokerName, step.Update, step.Retry)
+		now = plan.Start.Add(o.Elapsed)
+	}
+	res, err := d.Loop().Result()
+	fmt.Println(res.Status, res.Queue, err)
+	fmt.Println("b available:", strat.FaultTolerance().IsAvailable("b"))
+	// Output:
+	// attempt 0 on b: update {Broker:b Latency:3s Isolation:true Reachable:true}, retry true
+	// attempt 1 on c: update {Broker:c Latency:30ms Isolation:false Reachable:true}, retry false
+	// SEND_OK c:0 <nil>
+	// b available: false
+}
