@@ -61,6 +61,9 @@ type probeOptions struct {
 	timeout, every  time.Duration
 	failUnreachable bool
 	verbose         bool
+	// clock times the probes, the plugin host and --every (nil:
+	// latency.RealClock); a test sets a manual one.
+	clock latency.Clock
 }
 
 // runProbe is `mqfault probe`.
@@ -77,6 +80,10 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	case o.every > 0 && o.failUnreachable:
 		return usageErrorf("--fail-unreachable is for one round of probes; with --every probe runs until interrupted")
 	}
+	clock := o.clock
+	if clock == nil {
+		clock = latency.RealClock{}
+	}
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelDebug
@@ -86,6 +93,7 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 		Args:        o.args,
 		SHA256:      o.sum,
 		CallTimeout: o.timeout,
+		Clock:       clock,
 		Logger:      slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
@@ -102,7 +110,7 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	for {
 		failed := 0
 		for _, ep := range endpoints {
-			pctx, cancel := context.WithTimeout(ctx, o.timeout)
+			pctx, cancel := latency.WithClockTimeout(ctx, clock, o.timeout)
 			err := d.Detect(pctx, ep)
 			cancel()
 			if ctx.Err() != nil {
@@ -121,11 +129,22 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 			}
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(o.every):
+		if err := sleep(ctx, clock, o.every); err != nil {
+			return err
 		}
+	}
+}
+
+// sleep waits d on clock, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, clock latency.Clock, d time.Duration) error {
+	wake := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(wake) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wake:
+		return nil
 	}
 }
 

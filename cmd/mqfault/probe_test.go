@@ -25,6 +25,10 @@ import (
 	"github.com/mqfault/mqfault/plugins/host"
 )
 
+// patience bounds a wait for a plugin; a guard against a hung test, not a
+// speed target.
+const patience = 30 * time.Second
+
 // TestProbe runs `mqfault probe` with the tcp-detector plugin, built once.
 func TestProbe(t *testing.T) {
 	bin := binary(t, tcpDetectorPkg)
@@ -150,6 +154,11 @@ func healthServer(t *testing.T) string {
 // the service whose health is checked), --fail-unreachable turns a
 // NOT_SERVING answer into exit 3, and a probe that runs out of time is
 // reported with the --timeout given.
+//
+// "no answer in time" times probe (and so the plugin host) on a manual clock
+// the test never moves: probe's deadline never passes, and the plugin's own
+// verdict at its deadline, "unreachable", is what is printed, with no timer
+// of probe's to race it on a loaded machine.
 func TestProbePluginArgs(t *testing.T) {
 	bin := binary(t, grpcHealthPkg)
 	srv, silent := healthServer(t), detectortest.SilentTCP(t)
@@ -162,7 +171,6 @@ func TestProbePluginArgs(t *testing.T) {
 		{"whole server", []string{srv}, 0, srv + " reachable\n"},
 		{"serving service", []string{"--plugin-arg=--service", "--plugin-arg", "orders", srv}, 0, srv + " reachable\n"},
 		{"service not serving", []string{srv, "--plugin-arg=--service", "--plugin-arg=billing", "--fail-unreachable"}, exitUnreachable, srv + " unreachable ("},
-		{"no answer in time", []string{"--timeout", "300ms", silent}, 0, silent + " unreachable (no answer within 300ms)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,6 +181,26 @@ func TestProbePluginArgs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no answer in time", func(t *testing.T) {
+		clock := latency.NewManualClock(time.Unix(1000, 0))
+		var stdout, stderr bytes.Buffer
+		res := make(chan error, 1)
+		go func() {
+			o := probeOptions{plugin: bin, timeout: 300 * time.Millisecond, clock: clock}
+			res <- runProbe(context.Background(), streams{stdout: &stdout, stderr: &stderr}, o, []string{silent})
+		}()
+		var err error
+		select {
+		case err = <-res:
+		case <-time.After(patience):
+			clock.Advance(time.Second) // probe's deadline: it returns
+			<-res
+			t.Fatalf("probe did not return within %v: the plugin never answered", patience)
+		}
+		if want := silent + " unreachable (no answer within 300ms)\n"; err != nil || stdout.String() != want {
+			t.Errorf("probe --timeout 300ms %s = %v, stdout %q; want nil, %q; stderr: %s", silent, err, stdout.String(), want, stderr.String())
+		}
+	})
 	var stderr bytes.Buffer
 	code := run([]string{"probe", "--plugin", bin, "--plugin-arg=--bogus", srv}, nil, io.Discard, &stderr)
 	if code != exitFailure || !strings.Contains(stderr.String(), "mqfault probe: ") {
