@@ -61,10 +61,17 @@ type Config struct {
 	HealthFailures int
 	// MinBackoff is the delay before the first restart after the plugin
 	// died (default 100 ms); it doubles after each failed restart up to
-	// MaxBackoff (default 30 s), and starts over after a good one.
+	// MaxBackoff (default 30 s).
 	MinBackoff time.Duration
 	// MaxBackoff caps the restart delay.
 	MaxBackoff time.Duration
+	// StableAfter is how long a plugin must stay up, answering its health
+	// checks, for the restart after its death to wait MinBackoff again
+	// (default 1 min). A plugin that dies (or stops answering) sooner, time
+	// after time, is in a crash loop: each restart then waits twice as long
+	// as the one before, up to MaxBackoff; the host logs that at WARN and
+	// Event.QuickExits counts the quick deaths in a row. Timed on Clock.
+	StableAfter time.Duration
 	// Logger receives the plugin's log lines and output (with attributes
 	// plugin and pid) and what the host does (exits, restarts). Default
 	// slog.Default().
@@ -83,6 +90,7 @@ const (
 	defaultStartTimeout = 10 * time.Second
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 30 * time.Second
+	defaultStableAfter  = time.Minute
 
 	defaultStopTimeout    = 2 * time.Second
 	defaultHealthInterval = 3 * time.Second
@@ -119,6 +127,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"StartTimeout", &c.StartTimeout, defaultStartTimeout},
 		{"MinBackoff", &c.MinBackoff, defaultMinBackoff},
 		{"MaxBackoff", &c.MaxBackoff, defaultMaxBackoff},
+		{"StableAfter", &c.StableAfter, defaultStableAfter},
 		{"StopTimeout", &c.StopTimeout, defaultStopTimeout},
 		{"HealthInterval", &c.HealthInterval, defaultHealthInterval},
 		{"HealthTimeout", &c.HealthTimeout, defaultHealthTimeout},
@@ -157,7 +166,8 @@ const (
 	// start or a restart).
 	EventStarted EventKind = iota + 1
 	// EventExited: the plugin process died on its own (or was killed from
-	// outside); Err is its exit status.
+	// outside); Err is its exit status, Uptime how long it ran healthy,
+	// QuickExits whether it is in a crash loop.
 	EventExited
 	// EventRestartScheduled: a restart will be tried after Backoff.
 	EventRestartScheduled
@@ -193,6 +203,14 @@ type Event struct {
 	Attempt int
 	// Backoff is the delay before the restart (EventRestartScheduled).
 	Backoff time.Duration
+	// Uptime is how long the process ran, answering its health checks,
+	// before it died or stopped answering (EventExited), on Clock.
+	Uptime time.Duration
+	// QuickExits counts the deaths in a row, the last one included, that
+	// came within StableAfter of their process's start (EventExited and
+	// EventRestartScheduled); 0 after a plugin that ran stable. From 2 on
+	// the plugin is in a crash loop and the restarts back off.
+	QuickExits int
 	// Err is the exit status (EventExited) or why a restart failed.
 	Err error
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -519,6 +520,99 @@ func TestRestartBackoff(t *testing.T) {
 	}
 	if e := ev.wait(t, host.EventStarted); e.Attempt != 3 {
 		t.Errorf("restarted on attempt %d, want 3", e.Attempt)
+	}
+}
+
+// TestCrashLoopBackoff kills the plugin right after each start: each restart
+// waits twice as long as the one before (up to MaxBackoff) instead of
+// starting over at MinBackoff, and the log says it is a crash loop; once the
+// plugin stayed up for StableAfter, the next restart waits MinBackoff again.
+func TestCrashLoopBackoff(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	capture := &logCapture{}
+	cfg := supervised("tcp", clock, ev)
+	cfg.Logger = slogNew(capture)
+	cfg.MaxBackoff = 3 * time.Second
+	newDetector(t, cfg)
+	started := ev.wait(t, host.EventStarted)
+	kill := func() (exited, sched host.Event) {
+		t.Helper()
+		if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return ev.wait(t, host.EventExited), ev.wait(t, host.EventRestartScheduled)
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
+		exited, sched := kill()
+		if sched.Backoff != want || sched.Attempt != 1 {
+			t.Errorf("exit %d right after the start: restart scheduled after %v (attempt %d), want %v (attempt 1)", i+1, sched.Backoff, sched.Attempt, want)
+		}
+		if exited.QuickExits != i+1 || sched.QuickExits != i+1 || exited.Uptime != 0 {
+			t.Errorf("exit %d: QuickExits %d and %d, uptime %v; want %d, %d, 0", i+1, exited.QuickExits, sched.QuickExits, exited.Uptime, i+1, i+1)
+		}
+		clock.Advance(sched.Backoff)
+		started = ev.wait(t, host.EventStarted)
+	}
+	r := capture.waitFor(t, "crash loop")
+	if n, _ := attr(r, "quick_exits"); r.Level != slog.LevelWarn || n.Int64() != 2 {
+		t.Errorf("crash loop logged at %v with quick_exits=%v, want WARN, 2 (the first exit that backs off)", r.Level, n)
+	}
+	clock.Advance(time.Minute) // the plugin stays up: StableAfter's default
+	exited, sched := kill()
+	if sched.Backoff != time.Second || exited.QuickExits != 0 || exited.Uptime != time.Minute {
+		t.Errorf("exit after a minute up: restart after %v, QuickExits %d, uptime %v; want MinBackoff (1s), 0, 1m", sched.Backoff, exited.QuickExits, exited.Uptime)
+	}
+}
+
+// TestCrashLoopUnresponsive: a plugin killed for failing its health checks
+// ran healthy only until the first failed check, however long it then took
+// to be killed.
+func TestCrashLoopUnresponsive(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	capture := &logCapture{}
+	cfg := supervised("tcp", clock, ev)
+	cfg.Logger = slogNew(capture)
+	cfg.HealthInterval = time.Second
+	cfg.HealthTimeout = 500 * time.Millisecond
+	cfg.HealthFailures = 2
+	cfg.StableAfter = 10 * time.Second
+	newDetector(t, cfg)
+	started := ev.wait(t, host.EventStarted)
+	stopProcess(t, started.PID)
+	// pending waits until n timers are on the clock: the health ticker, and
+	// the timeout of a check under way.
+	pending := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(patience); clock.Pending() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d timers on the clock, want %d", clock.Pending(), n)
+			}
+		}
+	}
+	pending(1)
+	clock.Advance(time.Second) // the first check
+	pending(2)
+	clock.Advance(cfg.HealthTimeout) // fails
+	capture.waitFor(t, "health check failed")
+	// The second check, a minute later, fails too: the plugin is killed.
+	// Its timeout may fall due within this move of the clock, or need one.
+	clock.Advance(time.Minute)
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		if e, ok := ev.next(); ok && e.Kind == host.EventUnresponsive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung plugin was not killed")
+		}
+		if clock.Pending() >= 2 {
+			clock.Advance(cfg.HealthTimeout)
+		}
+	}
+	want := time.Second + cfg.HealthTimeout
+	if exited := ev.wait(t, host.EventExited); exited.Uptime != want || exited.QuickExits != 1 {
+		t.Errorf("hung plugin's exit: uptime %v, QuickExits %d; want %v (to its first failed check), 1", exited.Uptime, exited.QuickExits, want)
 	}
 }
 

@@ -31,6 +31,16 @@ func (l *eventLog) record(e host.Event) {
 	}
 }
 
+// next returns the next event if there is one.
+func (l *eventLog) next() (host.Event, bool) {
+	select {
+	case e := <-l.ch:
+		return e, true
+	default:
+		return host.Event{}, false
+	}
+}
+
 // wait returns the next event of kind k, skipping others.
 func (l *eventLog) wait(t testing.TB, k host.EventKind) host.Event {
 	t.Helper()
