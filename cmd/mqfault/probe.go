@@ -47,7 +47,7 @@ interrupted.`,
 			fs.DurationVar(&o.timeout, "timeout", time.Second, "the time `D` each probe may take")
 			fs.BoolVar(&o.failUnreachable, "fail-unreachable", false, "exit 3 when an endpoint is unreachable or inconclusive (for scripted health checks)")
 			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted")
-			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's output and the host's workings")
+			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's own output and the host's workings (without it, only the host's trouble)")
 			return func(ctx context.Context, io streams, args []string) error {
 				return runProbe(ctx, io, o, args)
 			}
@@ -84,17 +84,22 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	if clock == nil {
 		clock = latency.RealClock{}
 	}
-	level := slog.LevelWarn
+	// The host's trouble (a plugin that died, a restart) at WARN; with -v
+	// its workings too, and the plugin's own output.
+	logger := slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	output := slog.New(slog.DiscardHandler)
 	if o.verbose {
-		level = slog.LevelDebug
+		logger = slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		output = logger
 	}
 	d, err := host.NewDetector(host.Config{
-		Path:        o.plugin,
-		Args:        o.args,
-		SHA256:      o.sum,
-		CallTimeout: o.timeout,
-		Clock:       clock,
-		Logger:      slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: level})),
+		Path:         o.plugin,
+		Args:         o.args,
+		SHA256:       o.sum,
+		CallTimeout:  o.timeout,
+		Clock:        clock,
+		Logger:       logger,
+		OutputLogger: output,
 	})
 	if err != nil {
 		if errors.Is(err, host.ErrInvalidConfig) {

@@ -98,6 +98,33 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// TestProbePluginOutput runs probe with a plugin that logs and writes to
+// stderr and stdout on each probe: without -v none of it is printed, with -v
+// all of it (on stderr; stdout has the answers only).
+func TestProbePluginOutput(t *testing.T) {
+	t.Setenv(noisyPluginEnv, "1")
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // the plugin exits at once under -race
+	up := detectortest.ListenTCP(t)
+	noisy := []string{"noisy log line", "noisy stderr line", "noisy stdout line"}
+	for _, verbose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("-v=%v", verbose), func(t *testing.T) {
+			args := []string{"probe", "--plugin", os.Args[0], up}
+			if verbose {
+				args = append(args, "-v")
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(args, nil, &stdout, &stderr); code != 0 || stdout.String() != up+" reachable\n" {
+				t.Fatalf("mqfault %q = exit %d, stdout %q; want 0, %q; stderr: %s", args, code, stdout.String(), up+" reachable\n", stderr.String())
+			}
+			for _, line := range noisy {
+				if got := strings.Contains(stderr.String(), line); got != verbose {
+					t.Errorf("-v=%v: stderr has %q: %v, want %v; stderr: %s", verbose, line, got, verbose, stderr.String())
+				}
+			}
+		})
+	}
+}
+
 func TestProbeLine(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	tests := []struct {

@@ -72,10 +72,23 @@ type Config struct {
 	// as the one before, up to MaxBackoff; the host logs that at WARN and
 	// Event.QuickExits counts the quick deaths in a row. Timed on Clock.
 	StableAfter time.Duration
-	// Logger receives the plugin's log lines and output (with attributes
-	// plugin and pid) and what the host does (exits, restarts). Default
-	// slog.Default().
+	// Logger receives what the host does (starts, exits, restarts), with
+	// the attribute plugin. Default slog.Default().
 	Logger *slog.Logger
+	// OutputLogger receives the plugin's own output: the lines it logs
+	// (package plugins/sdk's Logger, at their level), writes to stderr (WARN)
+	// and to stdout (INFO), with the attributes plugin and pid (default
+	// Logger). A handler that takes nothing keeps a plugin's chatter out of a
+	// command's output; the last lines of stderr still explain a failed
+	// start (StartError.Output).
+	OutputLogger *slog.Logger
+	// OutputRate bounds the plugin's output that reaches OutputLogger: on
+	// average OutputRate lines a second, in bursts of as many (default 100),
+	// for everything the plugin writes together. What exceeds it is dropped
+	// unread and counted: a WARN line on OutputLogger ("plugin output
+	// dropped", dropped=N) says how many, at most once a second while it
+	// goes on. Timed on Clock.
+	OutputRate int
 	// Clock times the restart backoff, the call timeouts and a filter's
 	// refreshes. Default latency.RealClock.
 	Clock latency.Clock
@@ -91,6 +104,7 @@ const (
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 30 * time.Second
 	defaultStableAfter  = time.Minute
+	defaultOutputRate   = 100
 
 	defaultStopTimeout    = 2 * time.Second
 	defaultHealthInterval = 3 * time.Second
@@ -145,12 +159,21 @@ func (c Config) withDefaults() (Config, error) {
 	case c.HealthFailures == 0:
 		c.HealthFailures = defaultHealthFailures
 	}
+	switch {
+	case c.OutputRate < 0:
+		return c, invalid("OutputRate", c.OutputRate, "must not be negative")
+	case c.OutputRate == 0:
+		c.OutputRate = defaultOutputRate
+	}
 	if c.MinBackoff > c.MaxBackoff {
 		return c, &ConfigError{Field: "MinBackoff", Value: c.MinBackoff, Reason: "must not exceed MaxBackoff (" + c.MaxBackoff.String() + ")",
 			Related: "MaxBackoff", Err: ErrInvalidConfig}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.OutputLogger == nil {
+		c.OutputLogger = c.Logger
 	}
 	if c.Clock == nil {
 		c.Clock = latency.RealClock{}

@@ -87,6 +87,19 @@ func servePlugin(name string) {
 			fmt.Fprintln(os.Stdout, "plain stdout line for "+ep)
 			return nil
 		}))
+	case "flood":
+		// floodLines lines for each probe: a third logged, a third written
+		// to stderr, a third to stdout (the last two through go-plugin's
+		// stdio stream).
+		log := sdk.Logger(slog.LevelDebug)
+		sdk.ServeDetector(latency.ServiceDetectorFunc(func(context.Context, string) error {
+			for i := range floodLines / 3 {
+				log.Warn("flood line", "i", i)
+				fmt.Fprintln(os.Stderr, "flood line", i)
+				fmt.Fprintln(os.Stdout, "flood line", i)
+			}
+			return nil
+		}))
 	case "v2":
 		hs := protocol.Handshake(protocol.KindDetector)
 		hs.ProtocolVersion = 2
@@ -121,6 +134,9 @@ func servePlugin(name string) {
 		os.Exit(2)
 	}
 }
+
+// floodLines is how many lines the "flood" plugin writes for each probe.
+const floodLines = 3000
 
 // rawPlugin serves whatever register puts on the gRPC server.
 type rawPlugin struct {

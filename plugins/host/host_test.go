@@ -246,6 +246,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative health interval", host.Config{Path: "x", HealthInterval: -1}},
 		{"negative health timeout", host.Config{Path: "x", HealthTimeout: -1}},
 		{"negative health failures", host.Config{Path: "x", HealthFailures: -1}},
+		{"negative stable after", host.Config{Path: "x", StableAfter: -1}},
+		{"negative output rate", host.Config{Path: "x", OutputRate: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -717,4 +719,67 @@ func TestLogsRouted(t *testing.T) {
 	}
 	capture.waitFor(t, "plain stderr line for ep:1")
 	capture.waitFor(t, "plain stdout line for ep:1")
+}
+
+// TestOutputLogger: with OutputLogger set, the plugin's output goes there
+// and the host's own messages to Logger.
+func TestOutputLogger(t *testing.T) {
+	hostLog, out := &logCapture{}, &logCapture{}
+	cfg := helper("logger")
+	cfg.Logger, cfg.OutputLogger = slogNew(hostLog), slogNew(out)
+	d := newDetector(t, cfg)
+	if err := d.Detect(context.Background(), "ep:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	for _, text := range []string{"probing", "plain stderr line for ep:1", "plain stdout line for ep:1"} {
+		out.waitFor(t, text)
+	}
+	_ = d.Close()
+	if hostLog.waitFor(t, "plugin stopped"); len(hostLog.matching("line for")) != 0 || len(hostLog.matching("probing")) != 0 {
+		t.Error("the plugin's output reached Logger too")
+	}
+	if len(out.matching("plugin host:")) != 0 {
+		t.Errorf("host messages on OutputLogger: %v", out.matching("plugin host:"))
+	}
+}
+
+// TestOutputRateLimited: a plugin that floods its output (log lines, stderr
+// and stdout) reaches the host's logger at no more than the output rate; the
+// rest is dropped, and counted in WARN lines, so that every line the plugin
+// wrote is either logged or counted.
+func TestOutputRateLimited(t *testing.T) {
+	const rate = 20 // lines a second, in bursts of as many
+	capture, hostLog := &logCapture{}, &logCapture{}
+	cfg := helper("flood")
+	cfg.Logger = slogNew(hostLog)
+	cfg.OutputLogger = slogNew(capture)
+	cfg.OutputRate = rate
+	start := time.Now()
+	d := newDetector(t, cfg)
+	if err := d.Detect(context.Background(), "x:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	var logged, dropped int
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		logged, dropped = len(capture.matching("flood line")), 0
+		for _, r := range capture.matching("plugin output dropped") {
+			n, _ := attr(r, "dropped")
+			dropped += int(n.Int64())
+		}
+		if logged+dropped >= floodLines || time.Now().After(deadline) {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	bound := rate + int(rate*elapsed.Seconds())
+	t.Logf("%d lines written in %v: %d logged (bound %d), %d dropped", floodLines, elapsed.Round(time.Millisecond), logged, bound, dropped)
+	if logged > bound {
+		t.Errorf("%d of the plugin's %d lines logged in %v, want at most %d (%d a second, in bursts of as many)", logged, floodLines, elapsed, bound, rate)
+	}
+	if logged+dropped != floodLines {
+		t.Errorf("%d lines logged and %d counted as dropped, want the %d the plugin wrote", logged, dropped, floodLines)
+	}
+	if n := len(hostLog.matching("flood line")) + len(hostLog.matching("dropped")); n != 0 {
+		t.Errorf("%d of the plugin's lines (or drop reports) on Logger, want them all on OutputLogger", n)
+	}
 }

@@ -55,7 +55,9 @@ type procRunner struct {
 	stderrW *os.File
 	stdout  *headReader
 	path    string
-	log     *slog.Logger
+	log     *slog.Logger   // the host's messages
+	outLog  *slog.Logger   // the plugin's output
+	out     *outputLimiter // bounds what reaches outLog
 
 	pid        int
 	stderrDone chan struct{} // closed when stderr reached EOF (or was closed)
@@ -78,7 +80,7 @@ var _ runner.Runner = (*procRunner)(nil)
 // newProcRunner prepares a run of the executable exe as the plugin at path
 // (its argv[0]; exe differs from path when a pinned plugin runs from its
 // private copy).
-func newProcRunner(path, exe string, args, env []string, log *slog.Logger) (*procRunner, error) {
+func newProcRunner(path, exe string, args, env []string, log, outLog *slog.Logger, out *outputLimiter) (*procRunner, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -92,7 +94,7 @@ func newProcRunner(path, exe string, args, env []string, log *slog.Logger) (*pro
 		exe: exe, args: args, env: env,
 		stdoutR: stdoutR, stderrR: stderrR, stdoutW: stdoutW, stderrW: stderrW,
 		stdout: &headReader{r: stdoutR, eof: make(chan struct{})},
-		path:   path, log: log,
+		path:   path, log: log, outLog: outLog, out: out,
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
@@ -131,6 +133,7 @@ func (r *procRunner) Start(context.Context) error {
 	}
 	r.pid = r.cmd.Process.Pid
 	r.log = r.log.With("pid", r.pid)
+	r.outLog = r.outLog.With("pid", r.pid)
 	go r.forwardStderr()
 	go r.reap()
 	return nil
@@ -187,7 +190,7 @@ func (r *procRunner) forwardStderr() {
 	sc.Buffer(make([]byte, 0, 4096), maxLogLine)
 	for sc.Scan() {
 		line := sc.Bytes()
-		logPluginLine(r.log, line, slog.LevelWarn)
+		r.out.line(r.outLog, line, slog.LevelWarn)
 		r.remember(string(line))
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {

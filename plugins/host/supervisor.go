@@ -32,8 +32,10 @@ type supervisor struct {
 	cfg    Config
 	kind   protocol.Kind
 	plugin plugin.Plugin
-	log    *slog.Logger
-	pin    *pin // the pinned private copy, or nil without a pin
+	log    *slog.Logger   // the host's messages
+	outLog *slog.Logger   // the plugin's output
+	out    *outputLimiter // bounds the plugin's output
+	pin    *pin           // the pinned private copy, or nil without a pin
 
 	cur atomic.Pointer[instance] // the running plugin; nil while it is down
 
@@ -70,8 +72,10 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		kind:   kind,
 		plugin: p,
 		log:    cfg.Logger.With("plugin", filepath.Base(cfg.Path)),
+		outLog: cfg.OutputLogger.With("plugin", filepath.Base(cfg.Path)),
 		done:   make(chan struct{}),
 	}
+	s.out = newOutputLimiter(cfg.Clock, cfg.OutputRate, s.outLog)
 	if cfg.SHA256 != "" {
 		want, _ := hex.DecodeString(cfg.SHA256) // validated by withDefaults
 		s.pin = &pin{want: want}
@@ -84,6 +88,7 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		if s.pin != nil {
 			s.pin.remove()
 		}
+		s.out.close()
 		return nil, err
 	}
 	s.cur.Store(inst)
@@ -117,6 +122,7 @@ func (s *supervisor) current() (*instance, error) {
 // after a quicker death it goes on from the last restart's, doubled.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer s.out.close() // after the last process's output was read
 	defer func() {
 		if s.pin != nil {
 			s.pin.remove()
@@ -365,7 +371,7 @@ func (s *supervisor) start() (*instance, error) {
 			// the magic cookie, the protocol versions, the mTLS
 			// certificate); Config.Env goes last so it overrides the
 			// host's variables, and cannot name go-plugin's.
-			r, err := newProcRunner(s.cfg.Path, exe, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log)
+			r, err := newProcRunner(s.cfg.Path, exe, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log, s.outLog, s.out)
 			if err == nil {
 				proc.Store(r)
 			}
@@ -376,8 +382,8 @@ func (s *supervisor) start() (*instance, error) {
 		StartTimeout:     s.cfg.StartTimeout,
 		Logger:           newHCLogger(s.log),
 		Stderr:           io.Discard,
-		SyncStdout:       newLineLogger(s.log.With("stream", "stdout"), slog.LevelInfo),
-		SyncStderr:       newLineLogger(s.log.With("stream", "stderr"), slog.LevelWarn),
+		SyncStdout:       newLineLogger(s.outLog.With("stream", "stdout"), slog.LevelInfo, s.out),
+		SyncStderr:       newLineLogger(s.outLog.With("stream", "stderr"), slog.LevelWarn, s.out),
 	})
 	stopKiller := context.AfterFunc(s.ctx, func() {
 		if r := proc.Load(); r != nil {

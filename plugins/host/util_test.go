@@ -130,6 +130,20 @@ func (c *logCapture) waitFor(t testing.TB, text string) slog.Record {
 	}
 }
 
+// matching returns the records so far whose message contains text.
+func (c *logCapture) matching(text string) []slog.Record {
+	root := c.root()
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	var out []slog.Record
+	for _, r := range root.records {
+		if strings.Contains(r.Message, text) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // attr returns the value of the record's attribute key.
 func attr(r slog.Record, key string) (slog.Value, bool) {
 	var v slog.Value
