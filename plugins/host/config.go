@@ -128,7 +128,7 @@ func (c Config) withDefaults() (Config, error) {
 		switch {
 		case !ok || key == "":
 			return c, invalid("Env", kv, "must be KEY=VALUE")
-		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey:
+		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey || key == protocol.HostWatchKey:
 			return c, invalid("Env", kv, "go-plugin's variables and the magic cookie are set by the host")
 		}
 	}

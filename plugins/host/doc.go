@@ -25,5 +25,9 @@
 // Close stops the plugin process (gracefully for at most StopTimeout, then
 // by SIGKILL to its whole process group), removes go-plugin's temporary
 // directory and the pinned copy, and stops every goroutine the host
-// started; it always returns.
+// started; it always returns. A host that is killed (SIGKILL) cannot do
+// that: its plugins then exit on their own (the host holds their standard
+// input open while it runs, see protocol.HostWatchKey), and the next host
+// start removes the directories the dead host made (each holds a file the
+// host keeps locked while it runs).
 package host

@@ -39,12 +39,47 @@ broker-d az2
 broker-e az3
 `
 
+// hostEnv, when set (and helperEnv is not), makes the test binary a plugin
+// host instead: it runs the "tcp" helper plugin pinned to hostSumEnv, its
+// private copy under the directory hostEnv names, prints "plugin PID" and
+// waits to be killed.
+const (
+	hostEnv    = "MQFAULT_HOST_TEST_HOST"
+	hostSumEnv = "MQFAULT_HOST_TEST_HOST_SHA256"
+)
+
 func TestMain(m *testing.M) {
 	if name := os.Getenv(helperEnv); name != "" {
 		servePlugin(name)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(hostEnv); dir != "" {
+		runHost(dir)
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// runHost is the test binary as a plugin host (hostEnv).
+func runHost(copyDir string) {
+	cfg := helper("tcp")
+	cfg.SHA256 = os.Getenv(hostSumEnv)
+	cfg.CopyDir = copyDir
+	started := make(chan int, 1)
+	cfg.OnEvent = func(e host.Event) {
+		if e.Kind == host.EventStarted {
+			select {
+			case started <- e.PID:
+			default:
+			}
+		}
+	}
+	if _, err := host.NewDetector(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("plugin %d\n", <-started)
+	time.Sleep(time.Hour) // until killed
 }
 
 // helper returns the config that starts the test binary as plugin name.

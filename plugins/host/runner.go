@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
 // tailLines is how many of the plugin's last stderr lines a StartError shows.
@@ -53,6 +55,8 @@ type procRunner struct {
 	stderrR *os.File
 	stdoutW *os.File // the plugin's ends; closed once it started
 	stderrW *os.File
+	stdinR  *os.File // the plugin's stdin, closed once it started
+	stdinW  *os.File // held open until the plugin exited (see protocol.HostWatchKey)
 	stdout  *headReader
 	path    string
 	log     *slog.Logger   // the host's messages
@@ -90,9 +94,19 @@ func newProcRunner(path, exe string, args, env []string, log, outLog *slog.Logge
 		closeAll(stdoutR, stdoutW)
 		return nil, err
 	}
+	// The plugin's stdin: the host never writes to it, and its end closes
+	// when the host process ends, however it ends; the plugin takes end of
+	// file there as its host being gone, and exits.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		return nil, err
+	}
+	env = append(env[:len(env):len(env)], protocol.HostWatchKey+"="+protocol.HostWatchStdin)
 	r := &procRunner{
 		exe: exe, args: args, env: env,
 		stdoutR: stdoutR, stderrR: stderrR, stdoutW: stdoutW, stderrW: stderrW,
+		stdinR: stdinR, stdinW: stdinW,
 		stdout: &headReader{r: stdoutR, eof: make(chan struct{})},
 		path:   path, log: log, outLog: outLog, out: out,
 		stderrDone: make(chan struct{}),
@@ -123,9 +137,9 @@ func (r *procRunner) Start(context.Context) error {
 	} else {
 		err = r.startCmd()
 	}
-	closeAll(r.stdoutW, r.stderrW) // the plugin has its copies
+	closeAll(r.stdoutW, r.stderrW, r.stdinR) // the plugin has its copies
 	if err != nil {
-		closeAll(r.stdoutR, r.stderrR)
+		closeAll(r.stdoutR, r.stderrR, r.stdinW)
 		close(r.stderrDone)
 		r.waitErr = err
 		close(r.exited)
@@ -158,7 +172,7 @@ func (r *procRunner) newCmd() *exec.Cmd {
 	cmd := exec.Command(r.exe, r.args...)
 	cmd.Args[0] = r.path
 	cmd.Env = r.env
-	cmd.Stdout, cmd.Stderr = r.stdoutW, r.stderrW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdinR, r.stdoutW, r.stderrW
 	setProcessGroup(cmd)
 	return cmd
 }
@@ -168,6 +182,7 @@ func (r *procRunner) newCmd() *exec.Cmd {
 func (r *procRunner) reap() {
 	r.waitErr = r.cmd.Wait() // returns at the exit: the pipes are *os.File, no copying
 	close(r.exited)
+	closeAll(r.stdinW)
 	// The group is still ours: its id cannot be reused while any member
 	// lives, and the leader was reaped a moment ago.
 	_ = killProcessGroup(r.pid)

@@ -57,6 +57,7 @@ type instance struct {
 	proc      *procRunner
 	conn      *grpc.ClientConn // for health checks; nil if go-plugin gave none
 	socketDir string           // go-plugin's temporary directory
+	dirLock   *dirLock         // marks socketDir in use (see sweepStale)
 	started   time.Time        // when the handshake completed, on Clock
 }
 
@@ -81,6 +82,13 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		s.pin = &pin{want: want}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// What hosts that are gone (killed, say) left behind.
+	copyParent := cfg.CopyDir
+	if copyParent == "" {
+		copyParent = os.TempDir()
+	}
+	sweepStale(copyParent, copyDirPrefix, s.log)
+	sweepStale(os.TempDir(), socketDirPrefix, s.log)
 	start := time.Now()
 	inst, err := s.start()
 	if err != nil {
@@ -286,6 +294,7 @@ func (s *supervisor) shutdown(inst *instance) {
 	if inst.socketDir != "" {
 		_ = os.RemoveAll(inst.socketDir)
 	}
+	inst.dirLock.unlock()
 }
 
 // restart starts the plugin again, waiting first before the first try and
@@ -362,11 +371,15 @@ func (s *supervisor) start() (*instance, error) {
 	}
 	var proc atomic.Pointer[procRunner]
 	var socketDir atomic.Pointer[string]
+	var lock atomic.Pointer[dirLock]
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake(s.kind),
 		VersionedPlugins: map[int]plugin.PluginSet{protocol.ProtocolVersion: {string(s.kind): s.plugin}},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, dir string) (runner.Runner, error) {
 			socketDir.Store(&dir)
+			if l, err := lockDir(dir); err == nil { // without a lock it is never swept
+				lock.Store(l)
+			}
 			// cmd carries the environment go-plugin prepared (the host's,
 			// the magic cookie, the protocol versions, the mTLS
 			// certificate); Config.Env goes last so it overrides the
@@ -396,7 +409,7 @@ func (s *supervisor) start() (*instance, error) {
 	if d := socketDir.Load(); d != nil {
 		dir = *d
 	}
-	inst := &instance{client: client, proc: proc.Load(), socketDir: dir}
+	inst := &instance{client: client, proc: proc.Load(), socketDir: dir, dirLock: lock.Load()}
 	if err != nil {
 		s.discard(inst)
 		return nil, s.startError(err, inst.proc)
