@@ -29,13 +29,14 @@ line per endpoint:
 Arguments for the plugin are given one --plugin-arg each, e.g.
   mqfault probe --plugin ./grpc-health-detector --plugin-arg=--service --plugin-arg=orders host:8081
 With --every D it probes again every D until interrupted. The plugin process
-is stopped however probe ends, Ctrl-C included.
+is stopped however probe ends, Ctrl-C and a closed standard output (| head -1)
+included.
 
 Exit status: 0 when it could ask (whatever the answers, unless
 --fail-unreachable), 1 when the plugin cannot be started or is refused (a wrong
 checksum, a failed handshake), 2 on a bad command line, 3 with
 --fail-unreachable when an endpoint was unreachable or inconclusive, 130 when
-interrupted.`,
+interrupted, 141 (silently) when the reader of its standard output went away.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			var o probeOptions
 			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (required)")
