@@ -18,9 +18,11 @@ func probeCommand() *command {
 	return &command{
 		name:    "probe",
 		args:    "ENDPOINT...",
-		summary: "ask a detector plugin whether endpoints are reachable",
-		details: `Starts the detector plugin, asks it about each ENDPOINT in turn and prints one
-line per endpoint:
+		summary: "ask a detector plugin, or a TCP connect, whether endpoints are reachable",
+		details: `Starts the detector plugin (--plugin PATH), or uses the built-in TCP detector
+(--tcp: reachable when a TCP connection succeeds within --timeout; no plugin is
+built or run), asks it about each ENDPOINT in turn and prints one line per
+endpoint:
 
   ENDPOINT reachable
   ENDPOINT unreachable (reason)
@@ -28,9 +30,12 @@ line per endpoint:
 
 Arguments for the plugin are given one --plugin-arg each, e.g.
   mqfault probe --plugin ./grpc-health-detector --plugin-arg=--service --plugin-arg=orders host:8081
-With --every D it probes again every D until interrupted. The plugin process
-is stopped however probe ends, Ctrl-C and a closed standard output (| head -1)
-included.
+With --every D it probes again every D until interrupted, and each line starts
+with the time its probe started (2006-01-02T15:04:05.000Z07:00). The plugin
+process is stopped however probe ends, Ctrl-C and a closed standard output
+(| head -1) included. Standard error has the host's trouble (a plugin that
+died and is restarted); the plugin's own output and the host's workings only
+with -v.
 
 Exit status: 0 when it could ask (whatever the answers, unless
 --fail-unreachable), 1 when the plugin cannot be started or is refused (a wrong
@@ -39,7 +44,8 @@ checksum, a failed handshake), 2 on a bad command line, 3 with
 interrupted, 141 (silently) when the reader of its standard output went away.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			var o probeOptions
-			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (required)")
+			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (this or --tcp)")
+			fs.BoolVar(&o.tcp, "tcp", false, "probe with the built-in TCP detector instead of a plugin: reachable when a TCP connection succeeds")
 			fs.StringVar(&o.sum, "plugin-sha256", "", "refuse to run the plugin unless its SHA-256 is `HEX` (64 hex digits)")
 			fs.Func("plugin-arg", "pass `ARG` to the plugin on its command line (repeat for several)", func(s string) error {
 				o.args = append(o.args, s)
@@ -47,7 +53,7 @@ interrupted, 141 (silently) when the reader of its standard output went away.`,
 			})
 			fs.DurationVar(&o.timeout, "timeout", time.Second, "the time `D` each probe may take")
 			fs.BoolVar(&o.failUnreachable, "fail-unreachable", false, "exit 3 when an endpoint is unreachable or inconclusive (for scripted health checks)")
-			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted")
+			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted, each line starting with its time")
 			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's own output and the host's workings (without it, only the host's trouble)")
 			return func(ctx context.Context, io streams, args []string) error {
 				return runProbe(ctx, io, o, args)
@@ -58,20 +64,30 @@ interrupted, 141 (silently) when the reader of its standard output went away.`,
 
 type probeOptions struct {
 	plugin, sum     string
+	tcp             bool
 	args            []string
 	timeout, every  time.Duration
 	failUnreachable bool
 	verbose         bool
-	// clock times the probes, the plugin host and --every (nil:
-	// latency.RealClock); a test sets a manual one.
+	// clock times the probes, the plugin host and --every, and stamps the
+	// lines (nil: latency.RealClock); a test sets a manual one.
 	clock latency.Clock
 }
+
+// timeFormat stamps each line of probe --every: when its probe started.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // runProbe is `mqfault probe`.
 func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []string) error {
 	switch {
-	case o.plugin == "":
-		return usageErrorf("--plugin is required")
+	case o.plugin == "" && !o.tcp:
+		return usageErrorf("--plugin PATH or --tcp is required: which detector to ask")
+	case o.plugin != "" && o.tcp:
+		return usageErrorf("--plugin and --tcp exclude each other: ask a plugin, or the built-in TCP detector")
+	case o.tcp && o.sum != "":
+		return usageErrorf("--plugin-sha256 is for --plugin, not --tcp")
+	case o.tcp && len(o.args) > 0:
+		return usageErrorf("--plugin-arg is for --plugin, not --tcp")
 	case len(endpoints) == 0:
 		return usageErrorf("no endpoint to probe")
 	case o.timeout <= 0:
@@ -85,6 +101,54 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	if clock == nil {
 		clock = latency.RealClock{}
 	}
+	var d latency.ServiceDetector = latency.TCPDetector{}
+	if !o.tcp {
+		pd, err := startPlugin(io, o, clock)
+		if err != nil {
+			return err
+		}
+		// However probe ends (a signal included), the plugin process goes.
+		defer pd.Close()
+		d = pd
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for {
+		failed := 0
+		for _, ep := range endpoints {
+			started := clock.Now()
+			pctx, cancel := latency.WithClockTimeout(ctx, clock, o.timeout)
+			err := d.Detect(pctx, ep)
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err() // this answer is the interrupt's, not the endpoint's
+			}
+			if err != nil {
+				failed++
+			}
+			line := probeLine(ep, err, o.timeout)
+			if o.every > 0 {
+				line = started.Format(timeFormat) + " " + line
+			}
+			if _, err := fmt.Fprintln(io.stdout, line); err != nil {
+				return err
+			}
+		}
+		if o.every == 0 {
+			if o.failUnreachable && failed > 0 {
+				return &exitError{code: exitUnreachable, err: fmt.Errorf("%d of %d endpoints not reachable", failed, len(endpoints))}
+			}
+			return nil
+		}
+		if err := sleep(ctx, clock, o.every); err != nil {
+			return err
+		}
+	}
+}
+
+// startPlugin starts the detector plugin of o.
+func startPlugin(io streams, o probeOptions, clock latency.Clock) (*host.Detector, error) {
 	// The host's trouble (a plugin that died, a restart) at WARN; with -v
 	// its workings too, and the plugin's own output.
 	logger := slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -102,43 +166,10 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 		Logger:       logger,
 		OutputLogger: output,
 	})
-	if err != nil {
-		if errors.Is(err, host.ErrInvalidConfig) {
-			return badInput(err)
-		}
-		return err
+	if errors.Is(err, host.ErrInvalidConfig) {
+		return nil, badInput(err)
 	}
-	// However probe ends (a signal included), the plugin process goes.
-	defer d.Close()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for {
-		failed := 0
-		for _, ep := range endpoints {
-			pctx, cancel := latency.WithClockTimeout(ctx, clock, o.timeout)
-			err := d.Detect(pctx, ep)
-			cancel()
-			if ctx.Err() != nil {
-				return ctx.Err() // this answer is the interrupt's, not the endpoint's
-			}
-			if err != nil {
-				failed++
-			}
-			if _, err := fmt.Fprintln(io.stdout, probeLine(ep, err, o.timeout)); err != nil {
-				return err
-			}
-		}
-		if o.every == 0 {
-			if o.failUnreachable && failed > 0 {
-				return &exitError{code: exitUnreachable, err: fmt.Errorf("%d of %d endpoints not reachable", failed, len(endpoints))}
-			}
-			return nil
-		}
-		if err := sleep(ctx, clock, o.every); err != nil {
-			return err
-		}
-	}
+	return d, err
 }
 
 // sleep waits d on clock, or until ctx ends (then it returns ctx's error).

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,7 +58,14 @@ func TestProbe(t *testing.T) {
 		{"checksum mismatch", []string{"--plugin", bin, "--plugin-sha256", strings.Repeat("0", 64), up}, exitFailure, nil, "checksum"},
 		{"missing plugin", []string{"--plugin", filepath.Join(t.TempDir(), "none"), up}, exitFailure, nil, "no such file"},
 		{"not a plugin", []string{"--plugin", notPlugin, up}, exitFailure, nil, "handshake failed"},
-		{"no plugin flag", []string{up}, exitUsage, nil, "--plugin is required"},
+		{"no plugin flag", []string{up}, exitUsage, nil, "--plugin PATH or --tcp is required"},
+		{"built-in tcp", []string{"--tcp", "--timeout", "2s", up, down, "no-port"}, 0,
+			[]string{up + " reachable", down + " unreachable (", "no-port unreachable ("}, ""},
+		{"tcp, fail unreachable", []string{"--tcp", up, down, "--fail-unreachable"}, exitUnreachable,
+			[]string{up + " reachable", down + " unreachable ("}, "mqfault probe: 1 of 2 endpoints not reachable"},
+		{"tcp and plugin", []string{"--tcp", "--plugin", bin, up}, exitUsage, nil, "--plugin and --tcp exclude each other"},
+		{"tcp with plugin-arg", []string{"--tcp", "--plugin-arg=--service", up}, exitUsage, nil, "--plugin-arg is for --plugin"},
+		{"tcp with plugin-sha256", []string{"--tcp", "--plugin-sha256", goodSum, up}, exitUsage, nil, "--plugin-sha256 is for --plugin"},
 		{"no endpoint", []string{"--plugin", bin}, exitUsage, nil, "no endpoint"},
 		{"bad sha", []string{"--plugin", bin, "--plugin-sha256", "xyz", up}, exitUsage, nil, "SHA256"},
 		{"bad timeout", []string{"--plugin", bin, "--timeout", "0s", up}, exitUsage, nil, "must be positive"},
@@ -98,9 +106,61 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestProbePluginOutput runs probe with a plugin that logs and writes to
-// stderr and stdout on each probe: without -v none of it is printed, with -v
-// all of it (on stderr; stdout has the answers only).
+// TestProbeEvery runs probe --every with the built-in TCP detector on a
+// manual clock: each round's lines start with the time its probes started,
+// on that clock, and the next round waits for --every on it.
+func TestProbeEvery(t *testing.T) {
+	clock := latency.NewManualClock(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))
+	up, down := detectortest.ListenTCP(t), detectortest.ClosedTCP(t)
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 1)
+	o := probeOptions{tcp: true, timeout: time.Second, every: 10 * time.Second, clock: clock}
+	go func() { res <- runProbe(ctx, streams{stdout: &stdout, stderr: &stderr}, o, []string{up, down}) }()
+	waitLines := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(patience); strings.Count(stdout.String(), "\n") < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stdout %q: want %d lines", stdout.String(), n)
+			}
+		}
+	}
+	waitLines(2)
+	for deadline := time.Now().Add(patience); clock.Pending() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("probe does not wait on the clock")
+		}
+	}
+	clock.Advance(10 * time.Second)
+	waitLines(4)
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Errorf("runProbe() = %v after the cancel, want context.Canceled", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	want := []string{
+		"2026-12-01T09:30:00.000Z " + up + " reachable",
+		"2026-12-01T09:30:00.000Z " + down + " unreachable (",
+		"2026-12-01T09:30:10.000Z " + up + " reachable",
+		"2026-12-01T09:30:10.000Z " + down + " unreachable (",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("stdout = %q, want %d lines", stdout.String(), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], want[i])
+		}
+	}
+}
+
+// TestProbePluginOutput runs probe --every with a plugin that logs, writes to
+// stderr and writes to stdout on each probe, until three rounds answered
+// (without -v) or until all three of its lines were printed (with -v):
+// without -v none of them is printed, with -v all of them (on stderr; stdout
+// has the answers only). Each line is waited for, never raced: the plugin's
+// output travels beside its answers, not before them.
 func TestProbePluginOutput(t *testing.T) {
 	t.Setenv(noisyPluginEnv, "1")
 	t.Setenv("GORACE", "atexit_sleep_ms=0") // the plugin exits at once under -race
@@ -108,13 +168,38 @@ func TestProbePluginOutput(t *testing.T) {
 	noisy := []string{"noisy log line", "noisy stderr line", "noisy stdout line"}
 	for _, verbose := range []bool{false, true} {
 		t.Run(fmt.Sprintf("-v=%v", verbose), func(t *testing.T) {
-			args := []string{"probe", "--plugin", os.Args[0], up}
+			args := []string{"probe", "--every", "20ms", "--plugin", os.Args[0], up}
 			if verbose {
 				args = append(args, "-v")
 			}
-			var stdout, stderr bytes.Buffer
-			if code := run(args, nil, &stdout, &stderr); code != 0 || stdout.String() != up+" reachable\n" {
-				t.Fatalf("mqfault %q = exit %d, stdout %q; want 0, %q; stderr: %s", args, code, stdout.String(), up+" reachable\n", stderr.String())
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			code := make(chan int, 1)
+			go func() { code <- runContext(ctx, args, nil, &stdout, &stderr) }()
+			done := func() bool {
+				if !verbose {
+					return strings.Count(stdout.String(), up+" reachable\n") >= 3
+				}
+				for _, line := range noisy {
+					if !strings.Contains(stderr.String(), line) {
+						return false
+					}
+				}
+				return true
+			}
+			for deadline := time.Now().Add(patience); !done(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			cancel()
+			if c := <-code; c != exitInterrupted {
+				t.Errorf("mqfault %q = exit %d, want %d (interrupted); stderr: %s", args, c, exitInterrupted, stderr.String())
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+				if !strings.HasSuffix(l, " "+up+" reachable") {
+					t.Errorf("stdout line %q, want a timestamp and %q", l, up+" reachable")
+				}
 			}
 			for _, line := range noisy {
 				if got := strings.Contains(stderr.String(), line); got != verbose {
@@ -123,6 +208,24 @@ func TestProbePluginOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a command and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestProbeLine(t *testing.T) {

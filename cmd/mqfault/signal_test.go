@@ -179,8 +179,10 @@ func TestInterruptProbe(t *testing.T) {
 			if got, want := c.stderr.String(), "mqfault probe: interrupted\n"; got != want {
 				t.Errorf("after %v: stderr = %q, want %q", sig, got, want)
 			}
-			if !strings.HasPrefix(c.stdout.String(), up+" reachable\n") {
-				t.Errorf("stdout = %q, want lines %q", c.stdout.String(), up+" reachable")
+			first, _, _ := strings.Cut(c.stdout.String(), "\n")
+			stamp, rest, _ := strings.Cut(first, " ")
+			if _, err := time.Parse(timeFormat, stamp); err != nil || rest != up+" reachable" {
+				t.Errorf("stdout = %q, want lines of a timestamp and %q", c.stdout.String(), up+" reachable")
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for _, pid := range kids {
