@@ -72,7 +72,9 @@ func ServeFilter(f BatchFilter) {
 }
 
 func serve(kind protocol.Kind, p plugin.Plugin) {
-	if os.Getenv(protocol.HostWatchKey) == protocol.HostWatchStdin {
+	if os.Getenv(protocol.HostWatchKey) == protocol.HostWatchStdin && isPipe(os.Stdin) {
+		// Not a pipe: something between the host and the plugin (a wrapper
+		// script's redirection) took the host's away; nothing to watch.
 		go watchHost(os.Stdin, func() { os.Exit(exitHostGone) })
 	}
 	plugin.Serve(&plugin.ServeConfig{
@@ -93,10 +95,19 @@ const exitHostGone = 3
 
 // watchHost reads r, the standard input the host holds open and never
 // writes to, until it ends, then calls gone: the host has exited (a
-// plugin whose host died by SIGKILL would otherwise run on, orphaned).
+// plugin whose host died by SIGKILL would otherwise run on, orphaned). A
+// read error other than the end (a closed descriptor) tells nothing: it
+// returns without calling gone.
 func watchHost(r io.Reader, gone func()) {
-	_, _ = io.Copy(io.Discard, r)
-	gone()
+	if _, err := io.Copy(io.Discard, r); err == nil {
+		gone()
+	}
+}
+
+// isPipe reports whether f is a pipe.
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 // timestampFormat is the time format of hclog's JSON lines.

@@ -87,3 +87,37 @@ func TestWatchHost(t *testing.T) {
 		t.Fatal("gone not called 30 s after the host's end closed")
 	}
 }
+
+// TestWatchHostReadError: a stdin that cannot be read (closed) says nothing
+// about the host: gone is not called.
+func TestWatchHostReadError(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.Close()
+	called := false
+	watchHost(r, func() { called = true })
+	if called {
+		t.Error("gone called on a read error")
+	}
+	if isPipe(r) {
+		t.Error("isPipe(a closed pipe) = true")
+	}
+	if f, err := os.Open(os.DevNull); err == nil {
+		defer f.Close()
+		if isPipe(f) {
+			t.Errorf("isPipe(%s) = true", os.DevNull)
+		}
+	}
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	if !isPipe(r2) {
+		t.Error("isPipe(a pipe) = false")
+	}
+}
