@@ -132,7 +132,8 @@ command's usage, --version the version.
 
 Exit status: 0 success; 1 failure (a plugin that cannot start, output that
 cannot be written); 2 bad command line or input; 3 probe --fail-unreachable
-found an endpoint not reachable; 130 interrupted (SIGINT, SIGTERM).
+found an endpoint not reachable; 130 interrupted (SIGINT, SIGTERM); 141 the
+reader of standard output went away (| head -1), silently.
 `)
 }
 
@@ -214,6 +215,11 @@ func (c *command) run(ctx context.Context, args []string, stdin io.Reader, stdou
 		err = body(ctx, streams{stdin: stdin, stdout: out, stderr: stderr}, pos)
 	}
 	if out.err != nil { // whatever the body made of it
+		if brokenPipe(out.err) {
+			// Nobody reads on: end as quietly as a program SIGPIPE
+			// ends, now that the body has stopped what it started.
+			return exitBrokenPipe
+		}
 		err = fmt.Errorf("writing output: %w", out.err)
 	}
 	return c.report(ctx, stderr, err)

@@ -15,6 +15,9 @@
 //	2    bad command line or bad input (a scenario, a trace, an unreadable file)
 //	3    probe --fail-unreachable: an endpoint was not reachable
 //	130  interrupted (SIGINT or SIGTERM); one line on standard error
+//	141  standard output was a pipe whose reader went away (`| head -1`),
+//	     as for a program ended by SIGPIPE; nothing is printed, and what
+//	     the command started (a plugin) is stopped first
 package main
 
 import (
@@ -33,9 +36,16 @@ const (
 	exitUsage       = 2
 	exitUnreachable = 3
 	exitInterrupted = 130 // 128 + SIGINT, what shells report for Ctrl-C
+	exitBrokenPipe  = 141 // 128 + SIGPIPE
 )
 
 func main() {
+	// A write to a pipe whose reader went away (`mqfault probe --every 1s |
+	// head -1`) fails with EPIPE instead of killing the process, so that the
+	// command stops what it started (a plugin) before it exits with
+	// exitBrokenPipe. Left on for the whole run: the signal itself is
+	// ignored, and could as well come from a plugin's socket.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal the command winds down; a second one kills the
 	// process the default way, should winding down hang.
@@ -144,3 +154,6 @@ func usageErrorf(format string, args ...any) error {
 func badInput(err error) error { return &exitError{code: exitUsage, err: err} }
 
 var errInterrupted = errors.New("interrupted")
+
+// brokenPipe reports whether err is a write to a pipe nobody reads any more.
+func brokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

@@ -18,9 +18,11 @@ func probeCommand() *command {
 	return &command{
 		name:    "probe",
 		args:    "ENDPOINT...",
-		summary: "ask a detector plugin whether endpoints are reachable",
-		details: `Starts the detector plugin, asks it about each ENDPOINT in turn and prints one
-line per endpoint:
+		summary: "ask a detector plugin, or a TCP connect, whether endpoints are reachable",
+		details: `Starts the detector plugin (--plugin PATH), or uses the built-in TCP detector
+(--tcp: reachable when a TCP connection succeeds within --timeout; no plugin is
+built or run), asks it about each ENDPOINT in turn and prints one line per
+endpoint:
 
   ENDPOINT reachable
   ENDPOINT unreachable (reason)
@@ -28,17 +30,22 @@ line per endpoint:
 
 Arguments for the plugin are given one --plugin-arg each, e.g.
   mqfault probe --plugin ./grpc-health-detector --plugin-arg=--service --plugin-arg=orders host:8081
-With --every D it probes again every D until interrupted. The plugin process
-is stopped however probe ends, Ctrl-C included.
+With --every D it probes again every D until interrupted, and each line starts
+with the time its probe started (2006-01-02T15:04:05.000Z07:00). The plugin
+process is stopped however probe ends, Ctrl-C and a closed standard output
+(| head -1) included. Standard error has the host's trouble (a plugin that
+died and is restarted); the plugin's own output and the host's workings only
+with -v.
 
 Exit status: 0 when it could ask (whatever the answers, unless
 --fail-unreachable), 1 when the plugin cannot be started or is refused (a wrong
 checksum, a failed handshake), 2 on a bad command line, 3 with
 --fail-unreachable when an endpoint was unreachable or inconclusive, 130 when
-interrupted.`,
+interrupted, 141 (silently) when the reader of its standard output went away.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, streams, []string) error {
 			var o probeOptions
-			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (required)")
+			fs.StringVar(&o.plugin, "plugin", "", "the detector plugin executable `PATH` (this or --tcp)")
+			fs.BoolVar(&o.tcp, "tcp", false, "probe with the built-in TCP detector instead of a plugin: reachable when a TCP connection succeeds")
 			fs.StringVar(&o.sum, "plugin-sha256", "", "refuse to run the plugin unless its SHA-256 is `HEX` (64 hex digits)")
 			fs.Func("plugin-arg", "pass `ARG` to the plugin on its command line (repeat for several)", func(s string) error {
 				o.args = append(o.args, s)
@@ -46,8 +53,8 @@ interrupted.`,
 			})
 			fs.DurationVar(&o.timeout, "timeout", time.Second, "the time `D` each probe may take")
 			fs.BoolVar(&o.failUnreachable, "fail-unreachable", false, "exit 3 when an endpoint is unreachable or inconclusive (for scripted health checks)")
-			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted")
-			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's output and the host's workings")
+			fs.DurationVar(&o.every, "every", 0, "probe again every `D` until interrupted, each line starting with its time")
+			fs.BoolVar(&o.verbose, "v", false, "also log the plugin's own output and the host's workings (without it, only the host's trouble)")
 			return func(ctx context.Context, io streams, args []string) error {
 				return runProbe(ctx, io, o, args)
 			}
@@ -57,17 +64,30 @@ interrupted.`,
 
 type probeOptions struct {
 	plugin, sum     string
+	tcp             bool
 	args            []string
 	timeout, every  time.Duration
 	failUnreachable bool
 	verbose         bool
+	// clock times the probes, the plugin host and --every, and stamps the
+	// lines (nil: latency.RealClock); a test sets a manual one.
+	clock latency.Clock
 }
+
+// timeFormat stamps each line of probe --every: when its probe started.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // runProbe is `mqfault probe`.
 func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []string) error {
 	switch {
-	case o.plugin == "":
-		return usageErrorf("--plugin is required")
+	case o.plugin == "" && !o.tcp:
+		return usageErrorf("--plugin PATH or --tcp is required: which detector to ask")
+	case o.plugin != "" && o.tcp:
+		return usageErrorf("--plugin and --tcp exclude each other: ask a plugin, or the built-in TCP detector")
+	case o.tcp && o.sum != "":
+		return usageErrorf("--plugin-sha256 is for --plugin, not --tcp")
+	case o.tcp && len(o.args) > 0:
+		return usageErrorf("--plugin-arg is for --plugin, not --tcp")
 	case len(endpoints) == 0:
 		return usageErrorf("no endpoint to probe")
 	case o.timeout <= 0:
@@ -77,32 +97,28 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	case o.every > 0 && o.failUnreachable:
 		return usageErrorf("--fail-unreachable is for one round of probes; with --every probe runs until interrupted")
 	}
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelDebug
+	clock := o.clock
+	if clock == nil {
+		clock = latency.RealClock{}
 	}
-	d, err := host.NewDetector(host.Config{
-		Path:        o.plugin,
-		Args:        o.args,
-		SHA256:      o.sum,
-		CallTimeout: o.timeout,
-		Logger:      slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: level})),
-	})
-	if err != nil {
-		if errors.Is(err, host.ErrInvalidConfig) {
-			return badInput(err)
+	var d latency.ServiceDetector = latency.TCPDetector{}
+	if !o.tcp {
+		pd, err := startPlugin(io, o, clock)
+		if err != nil {
+			return err
 		}
-		return err
+		// However probe ends (a signal included), the plugin process goes.
+		defer pd.Close()
+		d = pd
 	}
-	// However probe ends (a signal included), the plugin process goes.
-	defer d.Close()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	for {
 		failed := 0
 		for _, ep := range endpoints {
-			pctx, cancel := context.WithTimeout(ctx, o.timeout)
+			started := clock.Now()
+			pctx, cancel := latency.WithClockTimeout(ctx, clock, o.timeout)
 			err := d.Detect(pctx, ep)
 			cancel()
 			if ctx.Err() != nil {
@@ -111,7 +127,11 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 			if err != nil {
 				failed++
 			}
-			if _, err := fmt.Fprintln(io.stdout, probeLine(ep, err, o.timeout)); err != nil {
+			line := probeLine(ep, err, o.timeout)
+			if o.every > 0 {
+				line = started.Format(timeFormat) + " " + line
+			}
+			if _, err := fmt.Fprintln(io.stdout, line); err != nil {
 				return err
 			}
 		}
@@ -121,11 +141,47 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 			}
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(o.every):
+		if err := sleep(ctx, clock, o.every); err != nil {
+			return err
 		}
+	}
+}
+
+// startPlugin starts the detector plugin of o.
+func startPlugin(io streams, o probeOptions, clock latency.Clock) (*host.Detector, error) {
+	// The host's trouble (a plugin that died, a restart) at WARN; with -v
+	// its workings too, and the plugin's own output.
+	logger := slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	output := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		logger = slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		output = logger
+	}
+	d, err := host.NewDetector(host.Config{
+		Path:         o.plugin,
+		Args:         o.args,
+		SHA256:       o.sum,
+		CallTimeout:  o.timeout,
+		Clock:        clock,
+		Logger:       logger,
+		OutputLogger: output,
+	})
+	if errors.Is(err, host.ErrInvalidConfig) {
+		return nil, badInput(err)
+	}
+	return d, err
+}
+
+// sleep waits d on clock, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, clock latency.Clock, d time.Duration) error {
+	wake := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(wake) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wake:
+		return nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ import (
 	"github.com/mqfault/mqfault/pkg/latency/detectortest"
 	"github.com/mqfault/mqfault/plugins/host"
 )
+
+// patience bounds a wait for a plugin; a guard against a hung test, not a
+// speed target.
+const patience = 30 * time.Second
 
 // TestProbe runs `mqfault probe` with the tcp-detector plugin, built once.
 func TestProbe(t *testing.T) {
@@ -53,7 +58,14 @@ func TestProbe(t *testing.T) {
 		{"checksum mismatch", []string{"--plugin", bin, "--plugin-sha256", strings.Repeat("0", 64), up}, exitFailure, nil, "checksum"},
 		{"missing plugin", []string{"--plugin", filepath.Join(t.TempDir(), "none"), up}, exitFailure, nil, "no such file"},
 		{"not a plugin", []string{"--plugin", notPlugin, up}, exitFailure, nil, "handshake failed"},
-		{"no plugin flag", []string{up}, exitUsage, nil, "--plugin is required"},
+		{"no plugin flag", []string{up}, exitUsage, nil, "--plugin PATH or --tcp is required"},
+		{"built-in tcp", []string{"--tcp", "--timeout", "2s", up, down, "no-port"}, 0,
+			[]string{up + " reachable", down + " unreachable (", "no-port unreachable ("}, ""},
+		{"tcp, fail unreachable", []string{"--tcp", up, down, "--fail-unreachable"}, exitUnreachable,
+			[]string{up + " reachable", down + " unreachable ("}, "mqfault probe: 1 of 2 endpoints not reachable"},
+		{"tcp and plugin", []string{"--tcp", "--plugin", bin, up}, exitUsage, nil, "--plugin and --tcp exclude each other"},
+		{"tcp with plugin-arg", []string{"--tcp", "--plugin-arg=--service", up}, exitUsage, nil, "--plugin-arg is for --plugin"},
+		{"tcp with plugin-sha256", []string{"--tcp", "--plugin-sha256", goodSum, up}, exitUsage, nil, "--plugin-sha256 is for --plugin"},
 		{"no endpoint", []string{"--plugin", bin}, exitUsage, nil, "no endpoint"},
 		{"bad sha", []string{"--plugin", bin, "--plugin-sha256", "xyz", up}, exitUsage, nil, "SHA256"},
 		{"bad timeout", []string{"--plugin", bin, "--timeout", "0s", up}, exitUsage, nil, "must be positive"},
@@ -92,6 +104,130 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeEvery runs probe --every with the built-in TCP detector on a
+// manual clock: each round's lines start with the time its probes started,
+// on that clock, and the next round waits for --every on it.
+func TestProbeEvery(t *testing.T) {
+	clock := latency.NewManualClock(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))
+	up, down := detectortest.ListenTCP(t), detectortest.ClosedTCP(t)
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 1)
+	o := probeOptions{tcp: true, timeout: time.Second, every: 10 * time.Second, clock: clock}
+	go func() { res <- runProbe(ctx, streams{stdout: &stdout, stderr: &stderr}, o, []string{up, down}) }()
+	waitLines := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(patience); strings.Count(stdout.String(), "\n") < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stdout %q: want %d lines", stdout.String(), n)
+			}
+		}
+	}
+	waitLines(2)
+	for deadline := time.Now().Add(patience); clock.Pending() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("probe does not wait on the clock")
+		}
+	}
+	clock.Advance(10 * time.Second)
+	waitLines(4)
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Errorf("runProbe() = %v after the cancel, want context.Canceled", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	want := []string{
+		"2026-12-01T09:30:00.000Z " + up + " reachable",
+		"2026-12-01T09:30:00.000Z " + down + " unreachable (",
+		"2026-12-01T09:30:10.000Z " + up + " reachable",
+		"2026-12-01T09:30:10.000Z " + down + " unreachable (",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("stdout = %q, want %d lines", stdout.String(), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], want[i])
+		}
+	}
+}
+
+// TestProbePluginOutput runs probe --every with a plugin that logs, writes to
+// stderr and writes to stdout on each probe, until three rounds answered
+// (without -v) or until a round answered and all three of the plugin's lines
+// were printed (with -v):
+// without -v none of them is printed, with -v all of them (on stderr; stdout
+// has the answers only). Each line is waited for, never raced: the plugin's
+// output travels beside its answers, not before them.
+func TestProbePluginOutput(t *testing.T) {
+	t.Setenv(noisyPluginEnv, "1")
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // the plugin exits at once under -race
+	up := detectortest.ListenTCP(t)
+	noisy := []string{"noisy log line", "noisy stderr line", "noisy stdout line"}
+	for _, verbose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("-v=%v", verbose), func(t *testing.T) {
+			args := []string{"probe", "--every", "20ms", "--plugin", os.Args[0], up}
+			if verbose {
+				args = append(args, "-v")
+			}
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			code := make(chan int, 1)
+			go func() { code <- runContext(ctx, args, nil, &stdout, &stderr) }()
+			done := func() bool {
+				answered := strings.Count(stdout.String(), up+" reachable\n")
+				if !verbose || answered == 0 {
+					return answered >= 3
+				}
+				for _, line := range noisy {
+					if !strings.Contains(stderr.String(), line) {
+						return false
+					}
+				}
+				return true
+			}
+			for deadline := time.Now().Add(patience); !done(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			cancel()
+			if c := <-code; c != exitInterrupted {
+				t.Errorf("mqfault %q = exit %d, want %d (interrupted); stderr: %s", args, c, exitInterrupted, stderr.String())
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+				if !strings.HasSuffix(l, " "+up+" reachable") {
+					t.Errorf("stdout line %q, want a timestamp and %q", l, up+" reachable")
+				}
+			}
+			for _, line := range noisy {
+				if got := strings.Contains(stderr.String(), line); got != verbose {
+					t.Errorf("-v=%v: stderr has %q: %v, want %v; stderr: %s", verbose, line, got, verbose, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a command and a test at once.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestProbeLine(t *testing.T) {
@@ -150,6 +286,11 @@ func healthServer(t *testing.T) string {
 // the service whose health is checked), --fail-unreachable turns a
 // NOT_SERVING answer into exit 3, and a probe that runs out of time is
 // reported with the --timeout given.
+//
+// "no answer in time" times probe (and so the plugin host) on a manual clock
+// the test never moves: probe's deadline never passes, and the plugin's own
+// verdict at its deadline, "unreachable", is what is printed, with no timer
+// of probe's to race it on a loaded machine.
 func TestProbePluginArgs(t *testing.T) {
 	bin := binary(t, grpcHealthPkg)
 	srv, silent := healthServer(t), detectortest.SilentTCP(t)
@@ -162,7 +303,6 @@ func TestProbePluginArgs(t *testing.T) {
 		{"whole server", []string{srv}, 0, srv + " reachable\n"},
 		{"serving service", []string{"--plugin-arg=--service", "--plugin-arg", "orders", srv}, 0, srv + " reachable\n"},
 		{"service not serving", []string{srv, "--plugin-arg=--service", "--plugin-arg=billing", "--fail-unreachable"}, exitUnreachable, srv + " unreachable ("},
-		{"no answer in time", []string{"--timeout", "300ms", silent}, 0, silent + " unreachable (no answer within 300ms)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,6 +313,26 @@ func TestProbePluginArgs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no answer in time", func(t *testing.T) {
+		clock := latency.NewManualClock(time.Unix(1000, 0))
+		var stdout, stderr bytes.Buffer
+		res := make(chan error, 1)
+		go func() {
+			o := probeOptions{plugin: bin, timeout: 300 * time.Millisecond, clock: clock}
+			res <- runProbe(context.Background(), streams{stdout: &stdout, stderr: &stderr}, o, []string{silent})
+		}()
+		var err error
+		select {
+		case err = <-res:
+		case <-time.After(patience):
+			clock.Advance(time.Second) // probe's deadline: it returns
+			<-res
+			t.Fatalf("probe did not return within %v: the plugin never answered", patience)
+		}
+		if want := silent + " unreachable (no answer within 300ms)\n"; err != nil || stdout.String() != want {
+			t.Errorf("probe --timeout 300ms %s = %v, stdout %q; want nil, %q; stderr: %s", silent, err, stdout.String(), want, stderr.String())
+		}
+	})
 	var stderr bytes.Buffer
 	code := run([]string{"probe", "--plugin", bin, "--plugin-arg=--bogus", srv}, nil, io.Discard, &stderr)
 	if code != exitFailure || !strings.Contains(stderr.String(), "mqfault probe: ") {

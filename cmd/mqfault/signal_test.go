@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -178,8 +179,10 @@ func TestInterruptProbe(t *testing.T) {
 			if got, want := c.stderr.String(), "mqfault probe: interrupted\n"; got != want {
 				t.Errorf("after %v: stderr = %q, want %q", sig, got, want)
 			}
-			if !strings.HasPrefix(c.stdout.String(), up+" reachable\n") {
-				t.Errorf("stdout = %q, want lines %q", c.stdout.String(), up+" reachable")
+			first, _, _ := strings.Cut(c.stdout.String(), "\n")
+			stamp, rest, _ := strings.Cut(first, " ")
+			if _, err := time.Parse(timeFormat, stamp); err != nil || rest != up+" reachable" {
+				t.Errorf("stdout = %q, want lines of a timestamp and %q", c.stdout.String(), up+" reachable")
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for _, pid := range kids {
@@ -196,6 +199,74 @@ func TestInterruptProbe(t *testing.T) {
 				t.Errorf("left in TMPDIR after probe exited: %q", left)
 			}
 		})
+	}
+}
+
+// TestProbeStdoutClosed is `mqfault probe --every 100ms ... | head -1`: the
+// reader of probe's stdout goes away after the first line. probe must stop
+// its plugin and exit 141 (what a shell reports for a program ended by
+// SIGPIPE, which is what `head` expects), saying nothing, leaving no plugin
+// process and no plugin directory behind.
+func TestProbeStdoutClosed(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	plugin := binary(t, tcpDetectorPkg)
+	tmp := t.TempDir()
+	up := detectortest.ListenTCP(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(binary(t, mqfaultPkg), "probe", "--every", "100ms", "--plugin", plugin, up)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stderr := newOutput()
+	cmd.Stdout, cmd.Stderr = w, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close() // the child has its copy
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(r).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if !strings.Contains(l, up+" reachable") {
+			t.Fatalf("first line %q, want %q", l, up+" reachable")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no line in 60 s; stderr: %s", stderr)
+	}
+	kids := children(t, cmd.Process.Pid)
+	if len(kids) == 0 {
+		t.Fatal("probe has no child process: where is the plugin?")
+	}
+	r.Close() // head -1 exits
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("probe still running 30 s after its stdout closed; stderr: %s", stderr)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitBrokenPipe || stderr.String() != "" {
+		t.Errorf("after its stdout closed: %v (exit %d), stderr %q; want exit %d and nothing on stderr", cmd.ProcessState, code, stderr.String(), exitBrokenPipe)
+	}
+	for _, pid := range kids {
+		deadline := time.Now().Add(5 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("child process %d (the plugin) still runs after probe exited", pid)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "plugin*")); len(left) > 0 {
+		t.Errorf("left in TMPDIR after probe exited: %q", left)
 	}
 }
 

@@ -61,14 +61,34 @@ type Config struct {
 	HealthFailures int
 	// MinBackoff is the delay before the first restart after the plugin
 	// died (default 100 ms); it doubles after each failed restart up to
-	// MaxBackoff (default 30 s), and starts over after a good one.
+	// MaxBackoff (default 30 s).
 	MinBackoff time.Duration
 	// MaxBackoff caps the restart delay.
 	MaxBackoff time.Duration
-	// Logger receives the plugin's log lines and output (with attributes
-	// plugin and pid) and what the host does (exits, restarts). Default
-	// slog.Default().
+	// StableAfter is how long a plugin must stay up, answering its health
+	// checks, for the restart after its death to wait MinBackoff again
+	// (default 1 min). A plugin that dies (or stops answering) sooner, time
+	// after time, is in a crash loop: each restart then waits twice as long
+	// as the one before, up to MaxBackoff; the host logs that at WARN and
+	// Event.QuickExits counts the quick deaths in a row. Timed on Clock.
+	StableAfter time.Duration
+	// Logger receives what the host does (starts, exits, restarts), with
+	// the attribute plugin. Default slog.Default().
 	Logger *slog.Logger
+	// OutputLogger receives the plugin's own output: the lines it logs
+	// (package plugins/sdk's Logger, at their level), writes to stderr (WARN)
+	// and to stdout (INFO), with the attributes plugin and pid (default
+	// Logger). A handler that takes nothing keeps a plugin's chatter out of a
+	// command's output; the last lines of stderr still explain a failed
+	// start (StartError.Output).
+	OutputLogger *slog.Logger
+	// OutputRate bounds the plugin's output that reaches OutputLogger: on
+	// average OutputRate lines a second, in bursts of as many (default 100),
+	// for everything the plugin writes together. What exceeds it is dropped
+	// unread and counted: a WARN line on OutputLogger ("plugin output
+	// dropped", dropped=N) says how many, at most once a second while it
+	// goes on. Timed on Clock.
+	OutputRate int
 	// Clock times the restart backoff, the call timeouts and a filter's
 	// refreshes. Default latency.RealClock.
 	Clock latency.Clock
@@ -83,6 +103,8 @@ const (
 	defaultStartTimeout = 10 * time.Second
 	defaultMinBackoff   = 100 * time.Millisecond
 	defaultMaxBackoff   = 30 * time.Second
+	defaultStableAfter  = time.Minute
+	defaultOutputRate   = 100
 
 	defaultStopTimeout    = 2 * time.Second
 	defaultHealthInterval = 3 * time.Second
@@ -106,7 +128,7 @@ func (c Config) withDefaults() (Config, error) {
 		switch {
 		case !ok || key == "":
 			return c, invalid("Env", kv, "must be KEY=VALUE")
-		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey:
+		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey || key == protocol.HostWatchKey:
 			return c, invalid("Env", kv, "go-plugin's variables and the magic cookie are set by the host")
 		}
 	}
@@ -119,6 +141,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"StartTimeout", &c.StartTimeout, defaultStartTimeout},
 		{"MinBackoff", &c.MinBackoff, defaultMinBackoff},
 		{"MaxBackoff", &c.MaxBackoff, defaultMaxBackoff},
+		{"StableAfter", &c.StableAfter, defaultStableAfter},
 		{"StopTimeout", &c.StopTimeout, defaultStopTimeout},
 		{"HealthInterval", &c.HealthInterval, defaultHealthInterval},
 		{"HealthTimeout", &c.HealthTimeout, defaultHealthTimeout},
@@ -136,12 +159,21 @@ func (c Config) withDefaults() (Config, error) {
 	case c.HealthFailures == 0:
 		c.HealthFailures = defaultHealthFailures
 	}
+	switch {
+	case c.OutputRate < 0:
+		return c, invalid("OutputRate", c.OutputRate, "must not be negative")
+	case c.OutputRate == 0:
+		c.OutputRate = defaultOutputRate
+	}
 	if c.MinBackoff > c.MaxBackoff {
 		return c, &ConfigError{Field: "MinBackoff", Value: c.MinBackoff, Reason: "must not exceed MaxBackoff (" + c.MaxBackoff.String() + ")",
 			Related: "MaxBackoff", Err: ErrInvalidConfig}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.OutputLogger == nil {
+		c.OutputLogger = c.Logger
 	}
 	if c.Clock == nil {
 		c.Clock = latency.RealClock{}
@@ -157,7 +189,8 @@ const (
 	// start or a restart).
 	EventStarted EventKind = iota + 1
 	// EventExited: the plugin process died on its own (or was killed from
-	// outside); Err is its exit status.
+	// outside); Err is its exit status, Uptime how long it ran healthy,
+	// QuickExits whether it is in a crash loop.
 	EventExited
 	// EventRestartScheduled: a restart will be tried after Backoff.
 	EventRestartScheduled
@@ -193,6 +226,14 @@ type Event struct {
 	Attempt int
 	// Backoff is the delay before the restart (EventRestartScheduled).
 	Backoff time.Duration
+	// Uptime is how long the process ran, answering its health checks,
+	// before it died or stopped answering (EventExited), on Clock.
+	Uptime time.Duration
+	// QuickExits counts the deaths in a row, the last one included, that
+	// came within StableAfter of their process's start (EventExited and
+	// EventRestartScheduled); 0 after a plugin that ran stable. From 2 on
+	// the plugin is in a crash loop and the restarts back off.
+	QuickExits int
 	// Err is the exit status (EventExited) or why a restart failed.
 	Err error
 }

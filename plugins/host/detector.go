@@ -91,7 +91,14 @@ func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	if timeout <= 0 {
 		return protocol.Inconclusive(fmt.Errorf("%w: detect %s: no time left to ask the plugin", ErrCallTimeout, endpoint))
 	}
-	err = client.Detect(cctx, endpoint, timeout)
+	// The call ends when cctx does, on the clock, and at no other time:
+	// gRPC gets no deadline of its own, whose timer could fire before the
+	// clock's or race an answer that is already in.
+	callCtx, cancelCall := context.WithCancel(context.WithoutCancel(cctx))
+	defer cancelCall()
+	stop := context.AfterFunc(cctx, cancelCall)
+	defer stop()
+	err = client.Detect(callCtx, endpoint, timeout)
 	var remote *protocol.RemoteError
 	switch {
 	case err == nil || errors.As(err, &remote):
@@ -99,7 +106,6 @@ func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return protocol.Inconclusive(fmt.Errorf("plugin host: detect %s: %w", endpoint, context.Canceled))
 	case cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		// gRPC's own deadline timer may fire a moment before the clock's.
 		return protocol.Inconclusive(fmt.Errorf("%w: detect %s: no answer within %v", ErrCallTimeout, endpoint, left.Round(time.Millisecond)))
 	}
 	return protocol.Inconclusive(err) // unavailable or a bad answer

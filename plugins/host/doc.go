@@ -13,7 +13,8 @@
 // queue (fails open), so no pick and no send is lost. Every call to a plugin
 // has a deadline, and a plugin that does not answer by it is never taken as
 // a verdict on a broker. The plugin's log lines (package plugins/sdk's
-// Logger), its stderr and its stdout go to the host's slog logger.
+// Logger), its stderr and its stdout go to a slog logger
+// (Config.OutputLogger), at a bounded rate (Config.OutputRate).
 //
 // A filter never calls its plugin on the pick path: it keeps the plugin's
 // verdicts for each route in a cache that Filter reads without locking or
@@ -24,5 +25,9 @@
 // Close stops the plugin process (gracefully for at most StopTimeout, then
 // by SIGKILL to its whole process group), removes go-plugin's temporary
 // directory and the pinned copy, and stops every goroutine the host
-// started; it always returns.
+// started; it always returns. A host that is killed (SIGKILL) cannot do
+// that: its plugins then exit on their own (the host holds their standard
+// input open while it runs, see protocol.HostWatchKey), and the next host
+// start removes the directories the dead host made (each holds a file the
+// host keeps locked while it runs).
 package host

@@ -39,12 +39,47 @@ broker-d az2
 broker-e az3
 `
 
+// hostEnv, when set (and helperEnv is not), makes the test binary a plugin
+// host instead: it runs the "tcp" helper plugin pinned to hostSumEnv, its
+// private copy under the directory hostEnv names, prints "plugin PID" and
+// waits to be killed.
+const (
+	hostEnv    = "MQFAULT_HOST_TEST_HOST"
+	hostSumEnv = "MQFAULT_HOST_TEST_HOST_SHA256"
+)
+
 func TestMain(m *testing.M) {
 	if name := os.Getenv(helperEnv); name != "" {
 		servePlugin(name)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(hostEnv); dir != "" {
+		runHost(dir)
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// runHost is the test binary as a plugin host (hostEnv).
+func runHost(copyDir string) {
+	cfg := helper("tcp")
+	cfg.SHA256 = os.Getenv(hostSumEnv)
+	cfg.CopyDir = copyDir
+	started := make(chan int, 1)
+	cfg.OnEvent = func(e host.Event) {
+		if e.Kind == host.EventStarted {
+			select {
+			case started <- e.PID:
+			default:
+			}
+		}
+	}
+	if _, err := host.NewDetector(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("plugin %d\n", <-started)
+	time.Sleep(time.Hour) // until killed
 }
 
 // helper returns the config that starts the test binary as plugin name.
@@ -87,6 +122,19 @@ func servePlugin(name string) {
 			fmt.Fprintln(os.Stdout, "plain stdout line for "+ep)
 			return nil
 		}))
+	case "flood":
+		// floodLines lines for each probe: a third logged, a third written
+		// to stderr, a third to stdout (the last two through go-plugin's
+		// stdio stream).
+		log := sdk.Logger(slog.LevelDebug)
+		sdk.ServeDetector(latency.ServiceDetectorFunc(func(context.Context, string) error {
+			for i := range floodLines / 3 {
+				log.Warn("flood line", "i", i)
+				fmt.Fprintln(os.Stderr, "flood line", i)
+				fmt.Fprintln(os.Stdout, "flood line", i)
+			}
+			return nil
+		}))
 	case "v2":
 		hs := protocol.Handshake(protocol.KindDetector)
 		hs.ProtocolVersion = 2
@@ -121,6 +169,9 @@ func servePlugin(name string) {
 		os.Exit(2)
 	}
 }
+
+// floodLines is how many lines the "flood" plugin writes for each probe.
+const floodLines = 3000
 
 // rawPlugin serves whatever register puts on the gRPC server.
 type rawPlugin struct {

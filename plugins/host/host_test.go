@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,6 +246,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative health interval", host.Config{Path: "x", HealthInterval: -1}},
 		{"negative health timeout", host.Config{Path: "x", HealthTimeout: -1}},
 		{"negative health failures", host.Config{Path: "x", HealthFailures: -1}},
+		{"negative stable after", host.Config{Path: "x", StableAfter: -1}},
+		{"negative output rate", host.Config{Path: "x", OutputRate: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -522,6 +525,99 @@ func TestRestartBackoff(t *testing.T) {
 	}
 }
 
+// TestCrashLoopBackoff kills the plugin right after each start: each restart
+// waits twice as long as the one before (up to MaxBackoff) instead of
+// starting over at MinBackoff, and the log says it is a crash loop; once the
+// plugin stayed up for StableAfter, the next restart waits MinBackoff again.
+func TestCrashLoopBackoff(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	capture := &logCapture{}
+	cfg := supervised("tcp", clock, ev)
+	cfg.Logger = slogNew(capture)
+	cfg.MaxBackoff = 3 * time.Second
+	newDetector(t, cfg)
+	started := ev.wait(t, host.EventStarted)
+	kill := func() (exited, sched host.Event) {
+		t.Helper()
+		if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return ev.wait(t, host.EventExited), ev.wait(t, host.EventRestartScheduled)
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
+		exited, sched := kill()
+		if sched.Backoff != want || sched.Attempt != 1 {
+			t.Errorf("exit %d right after the start: restart scheduled after %v (attempt %d), want %v (attempt 1)", i+1, sched.Backoff, sched.Attempt, want)
+		}
+		if exited.QuickExits != i+1 || sched.QuickExits != i+1 || exited.Uptime != 0 {
+			t.Errorf("exit %d: QuickExits %d and %d, uptime %v; want %d, %d, 0", i+1, exited.QuickExits, sched.QuickExits, exited.Uptime, i+1, i+1)
+		}
+		clock.Advance(sched.Backoff)
+		started = ev.wait(t, host.EventStarted)
+	}
+	r := capture.waitFor(t, "crash loop")
+	if n, _ := attr(r, "quick_exits"); r.Level != slog.LevelWarn || n.Int64() != 2 {
+		t.Errorf("crash loop logged at %v with quick_exits=%v, want WARN, 2 (the first exit that backs off)", r.Level, n)
+	}
+	clock.Advance(time.Minute) // the plugin stays up: StableAfter's default
+	exited, sched := kill()
+	if sched.Backoff != time.Second || exited.QuickExits != 0 || exited.Uptime != time.Minute {
+		t.Errorf("exit after a minute up: restart after %v, QuickExits %d, uptime %v; want MinBackoff (1s), 0, 1m", sched.Backoff, exited.QuickExits, exited.Uptime)
+	}
+}
+
+// TestCrashLoopUnresponsive: a plugin killed for failing its health checks
+// ran healthy only until the first failed check, however long it then took
+// to be killed.
+func TestCrashLoopUnresponsive(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	ev := newEventLog()
+	capture := &logCapture{}
+	cfg := supervised("tcp", clock, ev)
+	cfg.Logger = slogNew(capture)
+	cfg.HealthInterval = time.Second
+	cfg.HealthTimeout = 500 * time.Millisecond
+	cfg.HealthFailures = 2
+	cfg.StableAfter = 10 * time.Second
+	newDetector(t, cfg)
+	started := ev.wait(t, host.EventStarted)
+	stopProcess(t, started.PID)
+	// pending waits until n timers are on the clock: the health ticker, and
+	// the timeout of a check under way.
+	pending := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(patience); clock.Pending() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d timers on the clock, want %d", clock.Pending(), n)
+			}
+		}
+	}
+	pending(1)
+	clock.Advance(time.Second) // the first check
+	pending(2)
+	clock.Advance(cfg.HealthTimeout) // fails
+	capture.waitFor(t, "health check failed")
+	// The second check, a minute later, fails too: the plugin is killed.
+	// Its timeout may fall due within this move of the clock, or need one.
+	clock.Advance(time.Minute)
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		if e, ok := ev.next(); ok && e.Kind == host.EventUnresponsive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung plugin was not killed")
+		}
+		if clock.Pending() >= 2 {
+			clock.Advance(cfg.HealthTimeout)
+		}
+	}
+	want := time.Second + cfg.HealthTimeout
+	if exited := ev.wait(t, host.EventExited); exited.Uptime != want || exited.QuickExits != 1 {
+		t.Errorf("hung plugin's exit: uptime %v, QuickExits %d; want %v (to its first failed check), 1", exited.Uptime, exited.QuickExits, want)
+	}
+}
+
 // TestCloseDuringBackoff closes while a restart is pending.
 func TestCloseDuringBackoff(t *testing.T) {
 	clock := latency.NewManualClock(time.Unix(1000, 0))
@@ -623,4 +719,67 @@ func TestLogsRouted(t *testing.T) {
 	}
 	capture.waitFor(t, "plain stderr line for ep:1")
 	capture.waitFor(t, "plain stdout line for ep:1")
+}
+
+// TestOutputLogger: with OutputLogger set, the plugin's output goes there
+// and the host's own messages to Logger.
+func TestOutputLogger(t *testing.T) {
+	hostLog, out := &logCapture{}, &logCapture{}
+	cfg := helper("logger")
+	cfg.Logger, cfg.OutputLogger = slogNew(hostLog), slogNew(out)
+	d := newDetector(t, cfg)
+	if err := d.Detect(context.Background(), "ep:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	for _, text := range []string{"probing", "plain stderr line for ep:1", "plain stdout line for ep:1"} {
+		out.waitFor(t, text)
+	}
+	_ = d.Close()
+	if hostLog.waitFor(t, "plugin stopped"); len(hostLog.matching("line for")) != 0 || len(hostLog.matching("probing")) != 0 {
+		t.Error("the plugin's output reached Logger too")
+	}
+	if len(out.matching("plugin host:")) != 0 {
+		t.Errorf("host messages on OutputLogger: %v", out.matching("plugin host:"))
+	}
+}
+
+// TestOutputRateLimited: a plugin that floods its output (log lines, stderr
+// and stdout) reaches the host's logger at no more than the output rate; the
+// rest is dropped, and counted in WARN lines, so that every line the plugin
+// wrote is either logged or counted.
+func TestOutputRateLimited(t *testing.T) {
+	const rate = 20 // lines a second, in bursts of as many
+	capture, hostLog := &logCapture{}, &logCapture{}
+	cfg := helper("flood")
+	cfg.Logger = slogNew(hostLog)
+	cfg.OutputLogger = slogNew(capture)
+	cfg.OutputRate = rate
+	start := time.Now()
+	d := newDetector(t, cfg)
+	if err := d.Detect(context.Background(), "x:1"); err != nil {
+		t.Fatalf("Detect() = %v", err)
+	}
+	var logged, dropped int
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		logged, dropped = len(capture.matching("flood line")), 0
+		for _, r := range capture.matching("plugin output dropped") {
+			n, _ := attr(r, "dropped")
+			dropped += int(n.Int64())
+		}
+		if logged+dropped >= floodLines || time.Now().After(deadline) {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	bound := rate + int(rate*elapsed.Seconds())
+	t.Logf("%d lines written in %v: %d logged (bound %d), %d dropped", floodLines, elapsed.Round(time.Millisecond), logged, bound, dropped)
+	if logged > bound {
+		t.Errorf("%d of the plugin's %d lines logged in %v, want at most %d (%d a second, in bursts of as many)", logged, floodLines, elapsed, bound, rate)
+	}
+	if logged+dropped != floodLines {
+		t.Errorf("%d lines logged and %d counted as dropped, want the %d the plugin wrote", logged, dropped, floodLines)
+	}
+	if n := len(hostLog.matching("flood line")) + len(hostLog.matching("dropped")); n != 0 {
+		t.Errorf("%d of the plugin's lines (or drop reports) on Logger, want them all on OutputLogger", n)
+	}
 }

@@ -3,12 +3,15 @@ package host
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -66,7 +69,7 @@ func TestLogPluginLine(t *testing.T) {
 
 func TestLineLogger(t *testing.T) {
 	var r records
-	w := newLineLogger(slog.New(&r), slog.LevelInfo)
+	w := newLineLogger(slog.New(&r), slog.LevelInfo, newOutputLimiter(latency.RealClock{}, 100, slog.New(&r)))
 	for _, chunk := range []string{"one\ntw", "o\n", "", "three"} {
 		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", chunk, n, err)
@@ -79,6 +82,65 @@ func TestLineLogger(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "one,two,three" {
 		t.Errorf("lines logged = %v, want one, two, then the long line starting with three", got)
+	}
+}
+
+// levelHandler is records that takes only records at or above min.
+type levelHandler struct {
+	records
+	min slog.Level
+}
+
+func (h *levelHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.min }
+
+// TestOutputLimiter checks the token bucket on a manual clock: a burst of
+// rate lines, then drops counted and reported a second after the first,
+// refills at rate a second, lines below the logger's level free, the rest
+// reported at close.
+func TestOutputLimiter(t *testing.T) {
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	var out, host records
+	log := slog.New(&out)
+	o := newOutputLimiter(clock, 3, slog.New(&host))
+	write := func(n int) {
+		for i := range n {
+			o.line(log, []byte("line "+strconv.Itoa(i)+"\n"), slog.LevelWarn)
+		}
+	}
+	dropped := func() (n int64) {
+		for _, r := range host.list {
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "dropped" {
+					n += a.Value.Int64()
+				}
+				return true
+			})
+		}
+		return n
+	}
+	write(10)
+	if len(out.list) != 3 || len(host.list) != 0 {
+		t.Fatalf("10 lines at once: %d logged, %d reports; want the burst of 3, no report yet", len(out.list), len(host.list))
+	}
+	clock.Advance(time.Second) // the report; and 3 more tokens
+	if len(host.list) != 1 || dropped() != 7 || host.list[0].Level != slog.LevelWarn {
+		t.Fatalf("a second later: reports %v, want one WARN report of 7 dropped", host.list)
+	}
+	write(5)
+	if len(out.list) != 6 {
+		t.Errorf("after a second's refill: %d logged in all, want 6", len(out.list))
+	}
+	clock.Advance(time.Second)
+	quiet := slog.New(&levelHandler{min: slog.LevelError})
+	o.line(quiet, []byte(`{"@level":"debug","@message":"below the level"}`), slog.LevelWarn)
+	write(3) // the debug line cost no token: all three are logged
+	if len(out.list) != 9 {
+		t.Errorf("after a filtered line and a refill: %d logged, want 9", len(out.list))
+	}
+	write(4)
+	o.close()
+	if dropped() != 7+2+4 || clock.Pending() != 0 {
+		t.Errorf("after close: %d dropped reported, %d timers pending; want 13, 0", dropped(), clock.Pending())
 	}
 }
 

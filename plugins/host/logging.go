@@ -17,24 +17,35 @@ import (
 // maxLogLine bounds one line of plugin output kept for the log.
 const maxLogLine = 64 << 10
 
-// logPluginLine logs one line the plugin wrote. A JSON object with a string
-// "@message" (hclog's format, which sdk.Logger writes) is logged at its
-// "@level" with its other keys as attributes; anything else is logged as is,
-// at level plain. Nothing a plugin writes can make this panic.
-func logPluginLine(l *slog.Logger, line []byte, plain slog.Level) {
+// trimLine drops the line break and bounds the line to maxLogLine bytes.
+func trimLine(line []byte) []byte {
 	line = bytes.TrimRight(line, "\r\n")
-	if len(line) == 0 {
-		return
-	}
 	if len(line) > maxLogLine {
 		line = append(line[:maxLogLine:maxLogLine], "…"...)
+	}
+	return line
+}
+
+// logPluginLine logs one line the plugin wrote and reports whether l took
+// it. A JSON object with a string "@message" (hclog's format, which
+// sdk.Logger writes) is logged at its "@level" with its other keys as
+// attributes; anything else is logged as is, at level plain. Nothing a
+// plugin writes can make this panic.
+func logPluginLine(l *slog.Logger, line []byte, plain slog.Level) bool {
+	line = trimLine(line)
+	if len(line) == 0 {
+		return false
 	}
 	ctx := context.Background()
 	if line[0] == '{' {
 		var m map[string]any
 		if json.Unmarshal(line, &m) == nil {
 			if msg, ok := m["@message"].(string); ok {
-				level, _ := m["@level"].(string)
+				name, _ := m["@level"].(string)
+				level := levelOf(name)
+				if !l.Enabled(ctx, level) {
+					return false
+				}
 				keys := make([]string, 0, len(m))
 				for k := range m {
 					if k != "@message" && k != "@level" && k != "@timestamp" {
@@ -46,12 +57,16 @@ func logPluginLine(l *slog.Logger, line []byte, plain slog.Level) {
 				for i, k := range keys {
 					attrs[i] = slog.Any(strings.TrimPrefix(k, "@"), m[k])
 				}
-				l.LogAttrs(ctx, levelOf(level), msg, attrs...)
-				return
+				l.LogAttrs(ctx, level, msg, attrs...)
+				return true
 			}
 		}
 	}
+	if !l.Enabled(ctx, plain) {
+		return false
+	}
 	l.Log(ctx, plain, string(line))
+	return true
 }
 
 // levelOf maps hclog's level names to slog levels; an unknown name is Info.
@@ -70,17 +85,19 @@ func levelOf(name string) slog.Level {
 }
 
 // lineLogger is an io.Writer that logs each complete line written to it
-// (go-plugin's stdio stream of the plugin's stdout and stderr).
+// through the plugin's output limiter (go-plugin's stdio stream of the
+// plugin's stdout and stderr).
 type lineLogger struct {
 	l     *slog.Logger
 	level slog.Level
+	out   *outputLimiter
 
 	mu  sync.Mutex // guards buf
 	buf []byte
 }
 
-func newLineLogger(l *slog.Logger, level slog.Level) *lineLogger {
-	return &lineLogger{l: l, level: level}
+func newLineLogger(l *slog.Logger, level slog.Level, out *outputLimiter) *lineLogger {
+	return &lineLogger{l: l, level: level, out: out}
 }
 
 func (w *lineLogger) Write(p []byte) (int, error) {
@@ -92,11 +109,11 @@ func (w *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		logPluginLine(w.l, w.buf[:i], w.level)
+		w.out.line(w.l, w.buf[:i], w.level)
 		w.buf = w.buf[i+1:]
 	}
 	if len(w.buf) > maxLogLine {
-		logPluginLine(w.l, w.buf, w.level)
+		w.out.line(w.l, w.buf, w.level)
 		w.buf = nil
 	}
 	if len(w.buf) == 0 {

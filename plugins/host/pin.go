@@ -14,9 +14,10 @@ import (
 // run from there. Hashing and running the same bytes closes the window in
 // which the file at Path could be replaced between the check and the exec.
 type pin struct {
-	want []byte // the pinned SHA-256
-	dir  string // the private directory; "" until the first start
-	exe  string // the copy
+	want []byte   // the pinned SHA-256
+	dir  string   // the private directory; "" until the first start
+	exe  string   // the copy
+	lock *dirLock // marks dir in use (see sweepStale)
 }
 
 // executable returns the file to run for a start: the private copy, made
@@ -25,10 +26,11 @@ func (p *pin) executable(path, parent string) (string, error) {
 	if p.exe != "" {
 		return p.exe, p.check(path)
 	}
-	dir, err := os.MkdirTemp(parent, "mqfault-plugin-")
+	dir, err := os.MkdirTemp(parent, copyDirPrefix)
 	if err != nil {
 		return "", &StartError{Path: path, Reason: ErrStart, Err: fmt.Errorf("cannot make the pinned plugin's private copy: %w", err)}
 	}
+	lock, _ := lockDir(dir) // without a lock the directory is never swept
 	exe := filepath.Join(dir, filepath.Base(path))
 	got, err := copyHashed(path, exe)
 	if err == nil && !bytes.Equal(got, p.want) {
@@ -37,9 +39,10 @@ func (p *pin) executable(path, parent string) (string, error) {
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		lock.unlock()
 		return "", err
 	}
-	p.dir, p.exe = dir, exe
+	p.dir, p.exe, p.lock = dir, exe, lock
 	return exe, nil
 }
 
@@ -97,6 +100,7 @@ func copyHashed(src, dst string) ([]byte, error) {
 func (p *pin) remove() {
 	if p.dir != "" {
 		_ = os.RemoveAll(p.dir)
-		p.dir, p.exe = "", ""
+		p.lock.unlock()
+		p.dir, p.exe, p.lock = "", "", nil
 	}
 }

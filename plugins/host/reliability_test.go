@@ -1,10 +1,14 @@
 package host_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,13 +31,25 @@ const stopBound = 3 * time.Second
 // gone reports whether pid has no live process (a zombie waiting for its
 // parent counts as gone: it runs nothing and holds no pipe).
 func gone(pid int) bool {
+	state, ok := procState(pid)
+	if !ok {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	}
+	return state == 'Z'
+}
+
+// procState returns pid's state letter from /proc (R, S, T, Z, ...).
+func procState(pid int) (byte, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		return 0, false
 	}
 	// pid (comm) S ...: the state follows the last ')'.
 	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
 }
 
 // waitGone waits until pid is gone.
@@ -67,14 +83,30 @@ func noPluginDirs(t *testing.T, dir string) {
 	}
 }
 
-// stopProcess SIGSTOPs pid, and kills it when the test ends whatever
-// happened.
+// stopProcess SIGSTOPs pid and waits until it is stopped (a signal takes a
+// moment to stop every thread of a process; until then it may still answer),
+// and kills it when the test ends, unless it is gone by then.
 func stopProcess(t *testing.T, pid int) {
 	t.Helper()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("kill -STOP %d: %v", pid, err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() {
+		if !gone(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return // no /proc: cannot tell
+	}
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		if state, ok := procState(pid); !ok || state == 'T' || state == 't' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped %v after SIGSTOP", pid, patience)
+		}
+	}
 }
 
 // timedClose runs close and returns how long it took, failing the test
@@ -488,4 +520,127 @@ func TestInsecurePluginFile(t *testing.T) {
 			_ = d.Close()
 		})
 	}
+}
+
+// hostProcess is the test binary running as a plugin host (hostEnv).
+type hostProcess struct {
+	cmd    *exec.Cmd
+	plugin int // its plugin's pid
+	done   chan struct{}
+}
+
+// startHost starts a host process with TMPDIR tmp, its pinned plugin's copy
+// under copyDir, and waits until its plugin runs. The host and its plugin
+// are killed when the test ends, whatever happened.
+func startHost(t *testing.T, tmp, copyDir, sum string) *hostProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), hostEnv+"="+copyDir, hostSumEnv+"="+sum, "TMPDIR="+tmp, "GORACE=atexit_sleep_ms=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &hostProcess{cmd: cmd, done: make(chan struct{})}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- l
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.done
+		if h.plugin > 0 && !gone(h.plugin) && runs(h.plugin, os.Args[0]) {
+			_ = syscall.Kill(h.plugin, syscall.SIGKILL) // an orphan: the fix failed
+		}
+	})
+	select {
+	case l := <-line:
+		if _, err := fmt.Sscanf(l, "plugin %d", &h.plugin); err != nil {
+			t.Fatalf("host process said %q (%v); stderr: %s", l, err, stderr.String())
+		}
+	case <-time.After(patience):
+		t.Fatalf("the host process started no plugin within %v", patience)
+	}
+	return h
+}
+
+// runs reports whether pid is a process started as argv0 (its pid may have
+// been reused since).
+func runs(pid int, argv0 string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(b), "\x00")
+	return first == argv0
+}
+
+// hostDirs returns the directories hosts made: pinned plugins' private
+// copies under copyDir and go-plugin's socket directories under tmp.
+func hostDirs(t *testing.T, tmp, copyDir string) []string {
+	t.Helper()
+	copies, _ := filepath.Glob(filepath.Join(copyDir, "mqfault-plugin-*"))
+	sockets, _ := filepath.Glob(filepath.Join(tmp, "plugin-dir*"))
+	return append(copies, sockets...)
+}
+
+// TestHostKilled SIGKILLs a plugin host (the test binary, re-executed as the
+// host of the pinned "tcp" helper plugin), which can clean nothing up: its
+// plugin must notice that its host is gone and exit, and the next host start
+// must remove the private copy and the socket directory the dead host left,
+// and nothing of a host that still runs.
+func TestHostKilled(t *testing.T) {
+	tmp := privateTemp(t)
+	copyDir := t.TempDir()
+	sum := fileSHA256(t, os.Args[0])
+	dead := startHost(t, tmp, copyDir, sum)
+	left := hostDirs(t, tmp, copyDir)
+	if len(left) != 2 {
+		t.Fatalf("directories of a running host: %q, want its private copy and its socket directory", left)
+	}
+	if err := dead.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.done
+	deadline := time.Now().Add(patience)
+	for !gone(dead.plugin) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !gone(dead.plugin) {
+		t.Errorf("the plugin (pid %d) still runs %v after its host was killed", dead.plugin, patience)
+	}
+	for _, dir := range left {
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("%s is gone after its host was killed: the test proves nothing (%v)", dir, err)
+		}
+	}
+
+	live := startHost(t, tmp, copyDir, sum) // a host start: it sweeps
+	for _, dir := range left {
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s, left by the killed host, is still there after the next host start", dir)
+		}
+	}
+	kept := hostDirs(t, tmp, copyDir)
+	cfg := helper("tcp")
+	cfg.SHA256 = sum
+	cfg.CopyDir = copyDir
+	d := newDetector(t, cfg) // another start, beside the live host
+	for _, dir := range kept {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s of a host that runs was removed by another host's start: %v", dir, err)
+		}
+	}
+	if gone(live.plugin) {
+		t.Errorf("the live host's plugin (pid %d) is gone", live.plugin)
+	}
+	_ = d.Close()
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
 // tailLines is how many of the plugin's last stderr lines a StartError shows.
@@ -53,9 +55,13 @@ type procRunner struct {
 	stderrR *os.File
 	stdoutW *os.File // the plugin's ends; closed once it started
 	stderrW *os.File
+	stdinR  *os.File // the plugin's stdin, closed once it started
+	stdinW  *os.File // held open until the plugin exited (see protocol.HostWatchKey)
 	stdout  *headReader
 	path    string
-	log     *slog.Logger
+	log     *slog.Logger   // the host's messages
+	outLog  *slog.Logger   // the plugin's output
+	out     *outputLimiter // bounds what reaches outLog
 
 	pid        int
 	stderrDone chan struct{} // closed when stderr reached EOF (or was closed)
@@ -78,7 +84,7 @@ var _ runner.Runner = (*procRunner)(nil)
 // newProcRunner prepares a run of the executable exe as the plugin at path
 // (its argv[0]; exe differs from path when a pinned plugin runs from its
 // private copy).
-func newProcRunner(path, exe string, args, env []string, log *slog.Logger) (*procRunner, error) {
+func newProcRunner(path, exe string, args, env []string, log, outLog *slog.Logger, out *outputLimiter) (*procRunner, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -88,11 +94,21 @@ func newProcRunner(path, exe string, args, env []string, log *slog.Logger) (*pro
 		closeAll(stdoutR, stdoutW)
 		return nil, err
 	}
+	// The plugin's stdin: the host never writes to it, and its end closes
+	// when the host process ends, however it ends; the plugin takes end of
+	// file there as its host being gone, and exits.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdoutR, stdoutW, stderrR, stderrW)
+		return nil, err
+	}
+	env = append(env[:len(env):len(env)], protocol.HostWatchKey+"="+protocol.HostWatchStdin)
 	r := &procRunner{
 		exe: exe, args: args, env: env,
 		stdoutR: stdoutR, stderrR: stderrR, stdoutW: stdoutW, stderrW: stderrW,
+		stdinR: stdinR, stdinW: stdinW,
 		stdout: &headReader{r: stdoutR, eof: make(chan struct{})},
-		path:   path, log: log,
+		path:   path, log: log, outLog: outLog, out: out,
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
@@ -121,9 +137,9 @@ func (r *procRunner) Start(context.Context) error {
 	} else {
 		err = r.startCmd()
 	}
-	closeAll(r.stdoutW, r.stderrW) // the plugin has its copies
+	closeAll(r.stdoutW, r.stderrW, r.stdinR) // the plugin has its copies
 	if err != nil {
-		closeAll(r.stdoutR, r.stderrR)
+		closeAll(r.stdoutR, r.stderrR, r.stdinW)
 		close(r.stderrDone)
 		r.waitErr = err
 		close(r.exited)
@@ -131,6 +147,7 @@ func (r *procRunner) Start(context.Context) error {
 	}
 	r.pid = r.cmd.Process.Pid
 	r.log = r.log.With("pid", r.pid)
+	r.outLog = r.outLog.With("pid", r.pid)
 	go r.forwardStderr()
 	go r.reap()
 	return nil
@@ -155,7 +172,7 @@ func (r *procRunner) newCmd() *exec.Cmd {
 	cmd := exec.Command(r.exe, r.args...)
 	cmd.Args[0] = r.path
 	cmd.Env = r.env
-	cmd.Stdout, cmd.Stderr = r.stdoutW, r.stderrW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdinR, r.stdoutW, r.stderrW
 	setProcessGroup(cmd)
 	return cmd
 }
@@ -165,6 +182,7 @@ func (r *procRunner) newCmd() *exec.Cmd {
 func (r *procRunner) reap() {
 	r.waitErr = r.cmd.Wait() // returns at the exit: the pipes are *os.File, no copying
 	close(r.exited)
+	closeAll(r.stdinW)
 	// The group is still ours: its id cannot be reused while any member
 	// lives, and the leader was reaped a moment ago.
 	_ = killProcessGroup(r.pid)
@@ -187,7 +205,7 @@ func (r *procRunner) forwardStderr() {
 	sc.Buffer(make([]byte, 0, 4096), maxLogLine)
 	for sc.Scan() {
 		line := sc.Bytes()
-		logPluginLine(r.log, line, slog.LevelWarn)
+		r.out.line(r.outLog, line, slog.LevelWarn)
 		r.remember(string(line))
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {

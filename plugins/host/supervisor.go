@@ -32,8 +32,10 @@ type supervisor struct {
 	cfg    Config
 	kind   protocol.Kind
 	plugin plugin.Plugin
-	log    *slog.Logger
-	pin    *pin // the pinned private copy, or nil without a pin
+	log    *slog.Logger   // the host's messages
+	outLog *slog.Logger   // the plugin's output
+	out    *outputLimiter // bounds the plugin's output
+	pin    *pin           // the pinned private copy, or nil without a pin
 
 	cur atomic.Pointer[instance] // the running plugin; nil while it is down
 
@@ -55,6 +57,8 @@ type instance struct {
 	proc      *procRunner
 	conn      *grpc.ClientConn // for health checks; nil if go-plugin gave none
 	socketDir string           // go-plugin's temporary directory
+	dirLock   *dirLock         // marks socketDir in use (see sweepStale)
+	started   time.Time        // when the handshake completed, on Clock
 }
 
 // newSupervisor validates cfg and starts the plugin once; the caller sets the
@@ -69,13 +73,22 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		kind:   kind,
 		plugin: p,
 		log:    cfg.Logger.With("plugin", filepath.Base(cfg.Path)),
+		outLog: cfg.OutputLogger.With("plugin", filepath.Base(cfg.Path)),
 		done:   make(chan struct{}),
 	}
+	s.out = newOutputLimiter(cfg.Clock, cfg.OutputRate, s.outLog)
 	if cfg.SHA256 != "" {
 		want, _ := hex.DecodeString(cfg.SHA256) // validated by withDefaults
 		s.pin = &pin{want: want}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// What hosts that are gone (killed, say) left behind.
+	copyParent := cfg.CopyDir
+	if copyParent == "" {
+		copyParent = os.TempDir()
+	}
+	sweepStale(copyParent, copyDirPrefix, s.log)
+	sweepStale(os.TempDir(), socketDirPrefix, s.log)
 	start := time.Now()
 	inst, err := s.start()
 	if err != nil {
@@ -83,6 +96,7 @@ func newSupervisor(cfg Config, kind protocol.Kind, p plugin.Plugin) (*supervisor
 		if s.pin != nil {
 			s.pin.remove()
 		}
+		s.out.close()
 		return nil, err
 	}
 	s.cur.Store(inst)
@@ -111,9 +125,12 @@ func (s *supervisor) current() (*instance, error) {
 
 // run watches the plugin until close: when the process exits, or fails
 // HealthFailures health checks in a row (then it is killed), it logs it,
-// calls onDown, restarts it with backoff and calls onUp.
+// calls onDown, restarts it with backoff and calls onUp. The backoff starts
+// over at MinBackoff only after a plugin that ran healthy for StableAfter;
+// after a quicker death it goes on from the last restart's, doubled.
 func (s *supervisor) run() {
 	defer close(s.done)
+	defer s.out.close() // after the last process's output was read
 	defer func() {
 		if s.pin != nil {
 			s.pin.remove()
@@ -122,8 +139,11 @@ func (s *supervisor) run() {
 	health := s.cfg.Clock.NewTicker(s.cfg.HealthInterval)
 	defer health.Stop()
 	inst := s.cur.Load()
+	var backoff time.Duration // the last restart's delay
+	quick := 0                // deaths in a row within StableAfter of the start
 	for {
-		if !s.watch(inst, health) {
+		uptime, exited := s.watch(inst, health)
+		if !exited {
 			s.stop(inst)
 			return
 		}
@@ -131,12 +151,26 @@ func (s *supervisor) run() {
 		if s.onDown != nil {
 			s.onDown()
 		}
+		if uptime >= s.cfg.StableAfter {
+			quick = 0
+		} else {
+			quick++
+		}
+		if quick < 2 {
+			backoff = s.cfg.MinBackoff
+		} else {
+			backoff = min(2*backoff, s.cfg.MaxBackoff)
+		}
 		status := exitStatus(inst.proc.waitErr)
-		s.log.Error("plugin host: plugin process exited; it will be restarted", "pid", inst.proc.pid, "status", status)
-		s.emit(Event{Kind: EventExited, PID: inst.proc.pid, Err: status})
+		s.log.Error("plugin host: plugin process exited; it will be restarted", "pid", inst.proc.pid, "status", status, "uptime", uptime)
+		if quick >= 2 {
+			s.log.Warn("plugin host: plugin crash loop: it died soon after each start; its restarts back off",
+				"quick_exits", quick, "stable_after", s.cfg.StableAfter, "backoff", backoff)
+		}
+		s.emit(Event{Kind: EventExited, PID: inst.proc.pid, Err: status, Uptime: uptime, QuickExits: quick})
 		s.shutdown(inst) // reaps go-plugin's goroutines for the dead process
 		attempt := 0
-		if inst, attempt = s.restart(); inst == nil {
+		if inst, attempt, backoff = s.restart(backoff, quick); inst == nil {
 			return
 		}
 		s.cur.Store(inst)
@@ -150,26 +184,39 @@ func (s *supervisor) run() {
 
 // watch waits until inst's process has exited (it returns true; a plugin
 // that failed its health checks is killed first) or the supervisor is
-// closed (false).
-func (s *supervisor) watch(inst *instance, health latency.Ticker) bool {
+// closed (false). It returns how long inst ran healthy: from its start to
+// its exit, or to the first of the failed health checks it was killed for.
+func (s *supervisor) watch(inst *instance, health latency.Ticker) (time.Duration, bool) {
 	failures := 0
+	var failingSince time.Time
+	uptime := func() time.Duration {
+		end := failingSince
+		if end.IsZero() {
+			end = s.cfg.Clock.Now()
+		}
+		return end.Sub(inst.started)
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
-			return false
+			return 0, false
 		case <-inst.proc.exited:
-			return true
+			return uptime(), true
 		case <-health.C():
 		}
 		err := s.check(inst)
 		switch {
 		case s.ctx.Err() != nil:
-			return false
+			return 0, false
 		case err == nil:
 			failures = 0
+			failingSince = time.Time{}
 			continue
 		}
 		failures++
+		if failures == 1 {
+			failingSince = s.cfg.Clock.Now()
+		}
 		s.log.Warn("plugin host: plugin health check failed", "pid", inst.proc.pid, "failures", failures, "err", err)
 		if failures < s.cfg.HealthFailures {
 			continue
@@ -180,9 +227,9 @@ func (s *supervisor) watch(inst *instance, health latency.Ticker) bool {
 		_ = inst.proc.Kill(context.Background())
 		select {
 		case <-inst.proc.exited:
-			return true
+			return uptime(), true
 		case <-s.ctx.Done():
-			return false
+			return 0, false
 		}
 	}
 }
@@ -247,23 +294,26 @@ func (s *supervisor) shutdown(inst *instance) {
 	if inst.socketDir != "" {
 		_ = os.RemoveAll(inst.socketDir)
 	}
+	inst.dirLock.unlock()
 }
 
-// restart starts the plugin again, waiting MinBackoff before the first try
-// and twice as long after each failure, up to MaxBackoff. It returns the new
-// instance and the attempt that started it, or nil when closed meanwhile.
-func (s *supervisor) restart() (*instance, int) {
-	backoff := s.cfg.MinBackoff
+// restart starts the plugin again, waiting first before the first try and
+// twice as long after each failure, up to MaxBackoff. It returns the new
+// instance, the attempt that started it and the delay before that attempt,
+// or nil when closed meanwhile. quick is the crash loop's count for the
+// events.
+func (s *supervisor) restart(first time.Duration, quick int) (*instance, int, time.Duration) {
+	backoff := first
 	for attempt := 1; ; attempt++ {
-		if !s.sleep(backoff, attempt) {
-			return nil, 0
+		if !s.sleep(backoff, attempt, quick) {
+			return nil, 0, 0
 		}
 		inst, err := s.start()
 		if err == nil {
-			return inst, attempt
+			return inst, attempt, backoff
 		}
 		if s.ctx.Err() != nil {
-			return nil, 0
+			return nil, 0, 0
 		}
 		s.log.Error("plugin host: plugin restart failed", "attempt", attempt, "err", err)
 		s.emit(Event{Kind: EventRestartFailed, Attempt: attempt, Err: err})
@@ -272,10 +322,10 @@ func (s *supervisor) restart() (*instance, int) {
 }
 
 // sleep waits d on the clock; it reports false when closed meanwhile.
-func (s *supervisor) sleep(d time.Duration, attempt int) bool {
+func (s *supervisor) sleep(d time.Duration, attempt, quick int) bool {
 	fired := make(chan struct{})
 	t := s.cfg.Clock.AfterFunc(d, func() { close(fired) })
-	s.emit(Event{Kind: EventRestartScheduled, Attempt: attempt, Backoff: d})
+	s.emit(Event{Kind: EventRestartScheduled, Attempt: attempt, Backoff: d, QuickExits: quick})
 	select {
 	case <-fired:
 		return true
@@ -321,16 +371,20 @@ func (s *supervisor) start() (*instance, error) {
 	}
 	var proc atomic.Pointer[procRunner]
 	var socketDir atomic.Pointer[string]
+	var lock atomic.Pointer[dirLock]
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake(s.kind),
 		VersionedPlugins: map[int]plugin.PluginSet{protocol.ProtocolVersion: {string(s.kind): s.plugin}},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, dir string) (runner.Runner, error) {
 			socketDir.Store(&dir)
+			if l, err := lockDir(dir); err == nil { // without a lock it is never swept
+				lock.Store(l)
+			}
 			// cmd carries the environment go-plugin prepared (the host's,
 			// the magic cookie, the protocol versions, the mTLS
 			// certificate); Config.Env goes last so it overrides the
 			// host's variables, and cannot name go-plugin's.
-			r, err := newProcRunner(s.cfg.Path, exe, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log)
+			r, err := newProcRunner(s.cfg.Path, exe, s.cfg.Args, append(cmd.Env, s.cfg.Env...), s.log, s.outLog, s.out)
 			if err == nil {
 				proc.Store(r)
 			}
@@ -341,8 +395,8 @@ func (s *supervisor) start() (*instance, error) {
 		StartTimeout:     s.cfg.StartTimeout,
 		Logger:           newHCLogger(s.log),
 		Stderr:           io.Discard,
-		SyncStdout:       newLineLogger(s.log.With("stream", "stdout"), slog.LevelInfo),
-		SyncStderr:       newLineLogger(s.log.With("stream", "stderr"), slog.LevelWarn),
+		SyncStdout:       newLineLogger(s.outLog.With("stream", "stdout"), slog.LevelInfo, s.out),
+		SyncStderr:       newLineLogger(s.outLog.With("stream", "stderr"), slog.LevelWarn, s.out),
 	})
 	stopKiller := context.AfterFunc(s.ctx, func() {
 		if r := proc.Load(); r != nil {
@@ -355,7 +409,7 @@ func (s *supervisor) start() (*instance, error) {
 	if d := socketDir.Load(); d != nil {
 		dir = *d
 	}
-	inst := &instance{client: client, proc: proc.Load(), socketDir: dir}
+	inst := &instance{client: client, proc: proc.Load(), socketDir: dir, dirLock: lock.Load()}
 	if err != nil {
 		s.discard(inst)
 		return nil, s.startError(err, inst.proc)
@@ -367,6 +421,7 @@ func (s *supervisor) start() (*instance, error) {
 		s.discard(inst)
 		return nil, &StartError{Path: s.cfg.Path, Reason: ErrHandshake, Err: err}
 	}
+	inst.started = s.cfg.Clock.Now()
 	return inst, nil
 }
 

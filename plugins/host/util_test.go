@@ -31,6 +31,16 @@ func (l *eventLog) record(e host.Event) {
 	}
 }
 
+// next returns the next event if there is one.
+func (l *eventLog) next() (host.Event, bool) {
+	select {
+	case e := <-l.ch:
+		return e, true
+	default:
+		return host.Event{}, false
+	}
+}
+
 // wait returns the next event of kind k, skipping others.
 func (l *eventLog) wait(t testing.TB, k host.EventKind) host.Event {
 	t.Helper()
@@ -118,6 +128,20 @@ func (c *logCapture) waitFor(t testing.TB, text string) slog.Record {
 		t.Fatalf("no log record containing %q within %v", text, patience)
 		return slog.Record{}
 	}
+}
+
+// matching returns the records so far whose message contains text.
+func (c *logCapture) matching(text string) []slog.Record {
+	root := c.root()
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	var out []slog.Record
+	for _, r := range root.records {
+		if strings.Contains(r.Message, text) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // attr returns the value of the record's attribute key.

@@ -22,6 +22,9 @@ type DetectorPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	// Impl is the detector a plugin serves.
 	Impl latency.ServiceDetector
+	// Clock times each probe's deadline and the grace after it (default
+	// latency.RealClock; a test sets a manual one).
+	Clock latency.Clock
 }
 
 var _ plugin.GRPCPlugin = (*DetectorPlugin)(nil)
@@ -31,7 +34,11 @@ func (p *DetectorPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 	if p.Impl == nil {
 		return errors.New("protocol: DetectorPlugin.Impl is nil")
 	}
-	pluginv1.RegisterDetectorServer(s, &detectorServer{impl: p.Impl})
+	clock := p.Clock
+	if clock == nil {
+		clock = latency.RealClock{}
+	}
+	pluginv1.RegisterDetectorServer(s, &detectorServer{impl: p.Impl, clock: clock})
 	return nil
 }
 
@@ -43,25 +50,66 @@ func (p *DetectorPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, con
 // detectorServer serves a ServiceDetector: fromproto, call, toproto.
 type detectorServer struct {
 	pluginv1.UnimplementedDetectorServer
-	impl latency.ServiceDetector
+	impl  latency.ServiceDetector
+	clock latency.Clock
 }
 
 func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest) (*pluginv1.DetectResponse, error) {
 	if req.GetTimeoutNanos() <= 0 {
 		return detectResponse(Inconclusive(fmt.Errorf("%w: timeout_nanos = %d, must be positive", ErrInvalidArgument, req.GetTimeoutNanos()))), nil
 	}
-	// The impl gets the request's timeout as its deadline; an answer it
-	// gives by then (plus latency.ProbeGrace) is sent, whatever it is. One
-	// that overstays it did not answer: inconclusive (latency.ErrNoAnswer),
-	// sent before the host's own deadline (it kept a margin for that); the
-	// impl's call finishes on its own.
-	timeout := time.Duration(req.GetTimeoutNanos())
-	impl := latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error { return safeDetect(ctx, s.impl, ep) })
-	err := latency.DetectWithin(ctx, latency.RealClock{}, impl, req.GetEndpoint(), timeout)
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = Inconclusive(fmt.Errorf("probe of %s cancelled: %w", req.GetEndpoint(), err))
+	err := s.detectWithin(ctx, req.GetEndpoint(), time.Duration(req.GetTimeoutNanos()))
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The host's call ended under the probe: that says nothing about
+		// the endpoint.
+		err = Inconclusive(fmt.Errorf("probe of %s cut short by the host: %w", req.GetEndpoint(), err))
 	}
 	return detectResponse(err), nil
+}
+
+// detectWithin asks the impl about endpoint with a deadline timeout from now
+// on the server's clock. An answer given by then is returned, whatever it
+// is. One that overstays it did not answer: after the deadline the impl has
+// latency.ProbeGrace(timeout) more, then the answer is inconclusive
+// (latency.ErrNoAnswer), sent before the host's own deadline (it kept a
+// margin for that), and the impl's call finishes on its own.
+//
+// The grace is timed from the moment this goroutine sees the deadline pass,
+// not from the deadline itself: a process that was not running when both
+// would have passed (a loaded machine) still gives the impl its grace, so
+// an answer the impl gives at its deadline is never lost to a second timer
+// that fell due in the same pause.
+func (s *detectorServer) detectWithin(ctx context.Context, endpoint string, timeout time.Duration) error {
+	pctx, cancel := latency.WithClockTimeout(ctx, s.clock, timeout)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { res <- safeDetect(pctx, s.impl, endpoint) }()
+	select {
+	case err := <-res:
+		return err
+	case <-pctx.Done():
+	}
+	if ctx.Err() == nil { // the probe's own deadline passed, not the call
+		grace := latency.ProbeGrace(timeout)
+		late := make(chan struct{})
+		t := s.clock.AfterFunc(grace, func() { close(late) })
+		defer t.Stop()
+		select {
+		case err := <-res:
+			return err
+		case <-late:
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case err := <-res: // it answered just now: take the answer
+		return err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("probe %s: %w (no answer %v after its deadline of %v)", endpoint, latency.ErrNoAnswer, latency.ProbeGrace(timeout), timeout)
 }
 
 // safeDetect calls d, turning a panic into an inconclusive ErrPluginFailed

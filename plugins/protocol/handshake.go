@@ -13,6 +13,17 @@ const ProtocolVersion = 1
 // plugin binary that it was started as a plugin, and of which kind.
 const MagicCookieKey = "MQFAULT_PLUGIN"
 
+// HostWatchKey is the environment variable through which the host tells a
+// plugin how to notice that the host is gone. Its one value, HostWatchStdin:
+// the host holds the write end of the plugin's standard input open for as
+// long as it runs and never writes to it, so end of file there means the
+// host has exited, however it ended (SIGKILL included); the plugin then
+// exits (package plugins/sdk does). The plugin's stdin is the SDK's.
+const HostWatchKey = "MQFAULT_PLUGIN_HOST_WATCH"
+
+// HostWatchStdin is HostWatchKey's value: watch standard input.
+const HostWatchStdin = "stdin"
+
 // Kind is what a plugin does.
 type Kind string
 

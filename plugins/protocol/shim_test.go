@@ -50,6 +50,16 @@ func connect(t *testing.T, plugins ...interface {
 	return conn
 }
 
+// patience bounds every wait in these tests for something another goroutine
+// does; a guard against a hung test, not a speed target.
+const patience = 30 * time.Second
+
+// TestDetectorShim runs each kind of answer through the gRPC shims. The
+// server times the probes on a manual clock that only the test moves, so the
+// cases about deadlines are decided by the order of events, never by which
+// of two timers a loaded machine fires first: "honours the timeout" moves
+// the clock to the deadline and no further (the answer given there must be
+// taken), "overstays" moves it to the deadline and then past the grace.
 func TestDetectorShim(t *testing.T) {
 	answers := map[string]error{
 		"up:1":      nil,
@@ -71,27 +81,42 @@ func TestDetectorShim(t *testing.T) {
 		}
 		return answers[ep]
 	})
-	conn := connect(t, &DetectorPlugin{Impl: impl})
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	conn := connect(t, &DetectorPlugin{Impl: impl, Clock: clock})
 	c := NewDetectorClient(conn)
+	const timeout = 20 * time.Millisecond
+	grace := latency.ProbeGrace(timeout)
 	tests := []struct {
 		name             string
 		endpoint         string
 		timeout          time.Duration
+		advance          []time.Duration // each once the server waits on the clock
 		wantNil          bool
 		wantInconclusive bool
 		wantIs           error
 	}{
-		{"reachable", "up:1", time.Second, true, false, nil},
-		{"refused", "refused:1", time.Second, false, false, syscall.ECONNREFUSED},
-		{"inconclusive", "unsure:1", time.Second, false, true, latency.ErrProbeInconclusive},
-		{"panic", "panic:1", time.Second, false, true, ErrPluginFailed},
-		{"plugin honours the timeout", "slow:1", 20 * time.Millisecond, false, false, context.DeadlineExceeded},
-		{"no answer from a detector that overstays its deadline", "stubborn:1", 20 * time.Millisecond, false, true, latency.ErrProbeInconclusive},
-		{"zero timeout", "up:1", 0, false, true, ErrInvalidArgument},
+		{"reachable", "up:1", time.Second, nil, true, false, nil},
+		{"refused", "refused:1", time.Second, nil, false, false, syscall.ECONNREFUSED},
+		{"inconclusive", "unsure:1", time.Second, nil, false, true, latency.ErrProbeInconclusive},
+		{"panic", "panic:1", time.Second, nil, false, true, ErrPluginFailed},
+		{"plugin honours the timeout", "slow:1", timeout, []time.Duration{timeout}, false, false, context.DeadlineExceeded},
+		{"no answer from a detector that overstays its deadline", "stubborn:1", timeout, []time.Duration{timeout, grace}, false, true, latency.ErrProbeInconclusive},
+		{"zero timeout", "up:1", 0, nil, false, true, ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := c.Detect(context.Background(), tt.endpoint, tt.timeout)
+			res := make(chan error, 1)
+			go func() { res <- c.Detect(context.Background(), tt.endpoint, tt.timeout) }()
+			for _, d := range tt.advance {
+				waitTimer(t, clock)
+				clock.Advance(d)
+			}
+			var err error
+			select {
+			case err = <-res:
+			case <-time.After(patience):
+				t.Fatalf("Detect(%s) did not return within %v", tt.endpoint, patience)
+			}
 			if (err == nil) != tt.wantNil {
 				t.Fatalf("Detect(%s) = %v, want nil: %v", tt.endpoint, err, tt.wantNil)
 			}
@@ -105,6 +130,19 @@ func TestDetectorShim(t *testing.T) {
 				t.Errorf("Detect(%s) = %v, want an error matching %v", tt.endpoint, err, tt.wantIs)
 			}
 		})
+	}
+}
+
+// waitTimer waits until a timer is pending on clock: the server is waiting
+// for a deadline or a grace to pass.
+func waitTimer(t *testing.T, clock *latency.ManualClock) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for clock.Pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no timer pending on the server's clock within %v", patience)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

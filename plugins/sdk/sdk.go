@@ -6,7 +6,10 @@
 //	}
 //
 // A plugin is started by the host (package plugins/host), never by hand: run
-// directly it prints a notice and exits with status 1. The host talks to it
+// directly it prints a notice and exits with status 1. It exits (status 3)
+// when its host is gone, however the host ended: the host holds the
+// plugin's standard input open while it runs (protocol.HostWatchKey), so
+// leave stdin to the SDK. The host talks to it
 // over gRPC with go-plugin's handshake, mutual TLS and protocol version
 // negotiation; errors the plugin returns cross as explicit codes (see package
 // plugins/protocol), so return the sentinels the host knows: wrap
@@ -69,6 +72,11 @@ func ServeFilter(f BatchFilter) {
 }
 
 func serve(kind protocol.Kind, p plugin.Plugin) {
+	if os.Getenv(protocol.HostWatchKey) == protocol.HostWatchStdin && isPipe(os.Stdin) {
+		// Not a pipe: something between the host and the plugin (a wrapper
+		// script's redirection) took the host's away; nothing to watch.
+		go watchHost(os.Stdin, func() { os.Exit(exitHostGone) })
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake(kind),
 		VersionedPlugins: map[int]plugin.PluginSet{protocol.ProtocolVersion: {string(kind): p}},
@@ -80,6 +88,26 @@ func serve(kind protocol.Kind, p plugin.Plugin) {
 			JSONFormat: true,
 		}),
 	})
+}
+
+// exitHostGone is the plugin's exit status when its host is gone.
+const exitHostGone = 3
+
+// watchHost reads r, the standard input the host holds open and never
+// writes to, until it ends, then calls gone: the host has exited (a
+// plugin whose host died by SIGKILL would otherwise run on, orphaned). A
+// read error other than the end (a closed descriptor) tells nothing: it
+// returns without calling gone.
+func watchHost(r io.Reader, gone func()) {
+	if _, err := io.Copy(io.Discard, r); err == nil {
+		gone()
+	}
+}
+
+// isPipe reports whether f is a pipe.
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 // timestampFormat is the time format of hclog's JSON lines.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 )
@@ -58,5 +59,65 @@ func TestLevelName(t *testing.T) {
 		if got := levelName(tt.level); got != tt.want {
 			t.Errorf("levelName(%v) = %q, want %q", tt.level, got, tt.want)
 		}
+	}
+}
+
+// TestWatchHost: the end of the host's pipe (the host is gone) calls gone,
+// and nothing before it does.
+func TestWatchHost(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	gone := make(chan struct{})
+	go watchHost(r, func() { close(gone) })
+	if _, err := w.Write([]byte("not the end\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gone:
+		t.Fatal("gone called while the host's end is open")
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.Close() // as the kernel does when the host dies
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("gone not called 30 s after the host's end closed")
+	}
+}
+
+// TestWatchHostReadError: a stdin that cannot be read (closed) says nothing
+// about the host: gone is not called.
+func TestWatchHostReadError(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.Close()
+	called := false
+	watchHost(r, func() { called = true })
+	if called {
+		t.Error("gone called on a read error")
+	}
+	if isPipe(r) {
+		t.Error("isPipe(a closed pipe) = true")
+	}
+	if f, err := os.Open(os.DevNull); err == nil {
+		defer f.Close()
+		if isPipe(f) {
+			t.Errorf("isPipe(%s) = true", os.DevNull)
+		}
+	}
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	if !isPipe(r2) {
+		t.Error("isPipe(a pipe) = false")
 	}
 }
