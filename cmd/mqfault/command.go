@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mqfault/mqfault/internal/suggest"
 )
 
 // A command is one of mqfault's subcommands. Its flags are defined in one
@@ -363,7 +365,7 @@ func restateFlagError(fs *flag.FlagSet, err error) error {
 func nearestFlag(fs *flag.FlagSet, name string) string {
 	best, bestD := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(name, f.Name)
+		d := suggest.Distance(name, f.Name)
 		if p := commonPrefix(name, f.Name); p >= 4 && p >= len(name)-2 {
 			d = min(d, 1)
 		}
@@ -380,25 +382,4 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mqfault/mqfault/internal/suggest"
 )
 
 // DefaultMax is how many problems a Decoder keeps when Max is 0.
@@ -153,7 +155,7 @@ func (d *Decoder) Fields(n *yaml.Node, path string, known []string, set func(key
 	want := "a mapping with the fields " + strings.Join(known, ", ")
 	d.Mapping(n, path, want, func(key string, k, v *yaml.Node, path string) {
 		if !slices.Contains(known, key) {
-			if near := Nearest(key, known); near != "" {
+			if near := suggest.Nearest(key, known); near != "" {
 				d.Fail(k, path, UnknownField+" (did you mean %s? want one of %s)", near, strings.Join(known, ", "))
 			} else {
 				d.Fail(k, path, UnknownField+" (want one of %s)", strings.Join(known, ", "))
@@ -265,37 +267,3 @@ func (d *Decoder) Float(n *yaml.Node, path string) float64 {
 // UnknownField begins the message of the problem Fields reports for a key
 // it does not know.
 const UnknownField = "unknown field"
-
-// Nearest returns the word of known that key most likely misspells: the
-// closest by edit distance, within 2 edits and less than half the key's
-// length, a tie going to the earlier; "" when none is that close.
-func Nearest(key string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestD && 2*d < len(key) {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}

@@ -104,15 +104,3 @@ func TestDecoderCollects(t *testing.T) {
 		t.Errorf("Position(b[2].x) line = %d, want 2 (b[2]'s)", l)
 	}
 }
-
-func TestNearest(t *testing.T) {
-	known := []string{"name", "senders", "seed", "send_timeout", "rate"}
-	for key, want := range map[string]string{
-		"sendrs": "senders", "sead": "seed", "Senders": "senders", "nam": "name",
-		"e": "", "colour": "", "sendtimeout": "send_timeout", "rates": "rate",
-	} {
-		if got := Nearest(key, known); got != want {
-			t.Errorf("Nearest(%q) = %q, want %q", key, got, want)
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mqfault/mqfault/internal/suggest"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -195,34 +196,11 @@ func unknownKnob(name, value, source string) *Error {
 func nearest(name string) string {
 	best, bestD := "", 3
 	for _, k := range knobs {
-		if d := editDistance(strings.ToLower(name), k.name); d < bestD {
+		if d := suggest.Distance(strings.ToLower(name), k.name); d < bestD {
 			best, bestD = k.name, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // causeError carries an underlying error (a *latency.ConfigError) through a
