@@ -18,8 +18,8 @@ type Config struct {
 	// Args are its command-line arguments, without the program name.
 	Args []string
 	// Env holds KEY=VALUE pairs added to the plugin's environment, which is
-	// otherwise the host's. go-plugin's own variables (PLUGIN_*) and the
-	// magic cookie cannot be set here.
+	// otherwise the host's. go-plugin's own variables (PLUGIN_*), the magic
+	// cookie and protocol.HostWatchKey cannot be set here.
 	Env []string
 	// SHA256, when not empty, pins the executable: its SHA-256 in hex (64
 	// digits, any case). At the first start the file is copied into a
@@ -129,7 +129,7 @@ func (c Config) withDefaults() (Config, error) {
 		case !ok || key == "":
 			return c, invalid("Env", kv, "must be KEY=VALUE")
 		case strings.HasPrefix(key, "PLUGIN_") || key == protocol.MagicCookieKey || key == protocol.HostWatchKey:
-			return c, invalid("Env", kv, "go-plugin's variables and the magic cookie are set by the host")
+			return c, invalid("Env", kv, "go-plugin's variables, the magic cookie and "+protocol.HostWatchKey+" are set by the host")
 		}
 	}
 	for _, d := range []struct {

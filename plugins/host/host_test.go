@@ -240,6 +240,7 @@ func TestConfigErrors(t *testing.T) {
 		{"env without value", host.Config{Path: "x", Env: []string{"NOVALUE"}}},
 		{"env sets the cookie", host.Config{Path: "x", Env: []string{protocol.MagicCookieKey + "=x"}}},
 		{"env sets go-plugin's", host.Config{Path: "x", Env: []string{"PLUGIN_PROTOCOL_VERSIONS=9"}}},
+		{"env sets the host watch", host.Config{Path: "x", Env: []string{protocol.HostWatchKey + "=none"}}},
 		{"negative timeout", host.Config{Path: "x", CallTimeout: -1}},
 		{"backoff inverted", host.Config{Path: "x", MinBackoff: time.Minute, MaxBackoff: time.Second}},
 		{"negative stop timeout", host.Config{Path: "x", StopTimeout: -1}},
