@@ -159,7 +159,7 @@ func (l *Logger) OnAttempt(ev producer.AttemptEvent) {
 		slog.String("topic", ev.Topic),
 		slog.Int("queue", ev.Queue.QueueID),
 		slog.Int("attempt", ev.Attempt),
-		slog.String("outcome", ev.Outcome.LatencyClass().String()),
+		slog.String("outcome", ev.Outcome.Class.String()),
 		slog.Duration("elapsed", ev.Outcome.Elapsed),
 		slog.Bool("retry", ev.Retry),
 		slog.Any("error", ev.Outcome.Err))

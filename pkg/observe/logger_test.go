@@ -153,7 +153,7 @@ func TestLoggerEvents(t *testing.T) {
 		{"attempt failed", func(l *Logger) {
 			l.OnAttempt(producer.AttemptEvent{Topic: "T", Queue: q, Retry: true,
 				Outcome: producer.Outcome{Class: producer.ClassTransport, Err: unreachable}})
-		}, slog.LevelInfo, "mqfault: send attempt failed", "outcome", "transport_failed"},
+		}, slog.LevelInfo, "mqfault: send attempt failed", "outcome", "transport"},
 		{"send ok", func(l *Logger) { l.OnSend(producer.SendEvent{Topic: "T", Stop: producer.StopAnswered}) }, 0, "", "", ""},
 		{"send failed", func(l *Logger) {
 			l.OnSend(producer.SendEvent{Topic: "T", Stop: producer.StopFailed, Err: unreachable})

@@ -68,13 +68,7 @@ type RouteError struct {
 func (e *RouteError) Error() string {
 	s := "producer: no route for topic " + strconv.Quote(e.Topic)
 	if e.Err != nil && e.Err != ErrNoRoute {
-		// A cause that is ErrNoRoute with a reason says "producer: no
-		// route" once already: only its reason is added.
-		cause := e.Err.Error()
-		if rest, ok := strings.CutPrefix(cause, ErrNoRoute.Error()+": "); ok && errors.Is(e.Err, ErrNoRoute) {
-			cause = rest
-		}
-		s += ": " + cause
+		s += ": " + e.Err.Error()
 	}
 	return s
 }
@@ -172,9 +166,6 @@ type BrokerError struct {
 
 func (e *BrokerError) Error() string {
 	s := "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
-	if e.Broker == "" { // the attempt's broker is named where it is reported
-		s = "producer: the broker answered code " + strconv.Itoa(e.Code)
-	}
 	if e.Remark != "" {
 		s += ": " + e.Remark
 	}
