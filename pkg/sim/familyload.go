@@ -2,10 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,12 +30,7 @@ func (e *FamilyError) Is(target error) bool { return target == ErrInvalidFamily 
 // Errors reading the file are returned as they are; errors in the family
 // are a *FamilyError naming the field and line of every problem.
 func LoadFamily(path string) (*Family, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxScenarioBytes+1))
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}

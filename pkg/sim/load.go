@@ -17,16 +17,22 @@ const MaxScenarioBytes = 1 << 20
 // reading the file are returned as they are (an *fs.PathError); errors in the
 // scenario match ErrInvalidScenario and name the field and line.
 func LoadFile(path string) (*Scenario, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// readFile reads the file at path, at most one byte past MaxScenarioBytes
+// (so that Parse and ParseFamily can say it is too large).
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxScenarioBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	return Parse(data)
+	return io.ReadAll(io.LimitReader(f, MaxScenarioBytes+1))
 }
 
 // Parse reads a scenario from YAML and validates it. The YAML has this shape
@@ -51,7 +57,7 @@ func LoadFile(path string) (*Scenario, error) {
 // value out of range are all errors, reported together: a value of the
 // wrong type does not hide the range errors of other fields (and is not
 // reported again as out of range). The error joins one *FieldError per
-// problem in the order of the lines (at most 20, then one saying how many
+// problem, unknown fields first and then in the order of the lines (at most 20, then one saying how many
 // more), each naming the field's path and line, and matches
 // ErrInvalidScenario. Parse never panics.
 func Parse(data []byte) (*Scenario, error) {
