@@ -2,6 +2,7 @@ package rocketmqgo_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
 	"github.com/mqfault/mqfault/pkg/latency"
+	mqproducer "github.com/mqfault/mqfault/pkg/producer"
+	"github.com/mqfault/mqfault/pkg/route"
 )
 
 // The end-to-end tests run the real rocketmq-client-go producer, wrapped by
@@ -23,7 +26,11 @@ import (
 // speak the remoting protocol (internal/remotingtest). The servers and the
 // wrapper share one manual clock: fault isolations, attempt deadlines and
 // the brokers' answer delays all move only when a test advances it, so the
-// tests assert exact isolation windows without waiting for them.
+// tests assert exact isolation windows without waiting for them. Every
+// publish info's round-robin index starts at -e2e.start (0 unless given), so
+// which queue a send lands on, and the load-aware pick's second candidate,
+// are the same from run to run: a test that holds for one start and not
+// another shows itself with -e2e.start, never as a flake.
 
 const (
 	e2eTopic = "TopicTest"
@@ -36,7 +43,16 @@ var (
 	quietLog  = slog.New(slog.DiscardHandler)
 	instances atomic.Int64
 	start     = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	e2eStart  = flag.Int("e2e.start", 0, "the value every publish info's round-robin index starts at in the end-to-end tests")
 )
+
+// fixedStart is a route.RandomSource that starts indexes at v.
+type fixedStart struct{ v int32 }
+
+func (r fixedStart) Int32() int32 { return r.v }
+
+// Int32n returns v reduced to [0, n): the index's reset draws it.
+func (r fixedStart) Int32n(n int32) int32 { return ((r.v % n) + n) % n }
 
 // cluster is a name server, brokers, and a started wrapped producer, all on
 // one manual clock.
@@ -90,7 +106,11 @@ func (c *cluster) newProducer(clientOpts []producer.Option, opts ...rocketmqgo.O
 		producer.WithGroupName("pg-" + instance),
 		producer.WithInstanceName(instance),
 	}
-	opts = append([]rocketmqgo.Option{rocketmqgo.WithClock(c.clock), rocketmqgo.WithLogger(quietLog)}, opts...)
+	opts = append([]rocketmqgo.Option{
+		rocketmqgo.WithClock(c.clock),
+		rocketmqgo.WithLogger(quietLog),
+		rocketmqgo.WithProducerOptions(mqproducer.WithRouteOptions(route.WithRandom(fixedStart{int32(*e2eStart)}))),
+	}, opts...)
 	p, err := rocketmqgo.NewProducer(append(base, clientOpts...), opts...)
 	if err != nil {
 		c.t.Fatalf("NewProducer() error = %v", err)
