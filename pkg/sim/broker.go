@@ -159,7 +159,7 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 		addr:  b.Name + ":10911",
 		base:  newDist(b.Latency),
 		rate:  b.Capacity,
-		burst: max(b.Capacity/20, 1),
+		burst: max(b.Capacity/20, minBurst),
 		last:  0,
 	}
 	bs.tokens = bs.burst
@@ -435,3 +435,14 @@ func remarkQueueTimeout(wait time.Duration, queued int) string {
 	return "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: " +
 		strconv.FormatInt(wait.Milliseconds(), 10) + "ms, size of queue: " + strconv.Itoa(queued)
 }
+
+// minBurst is the fewest tokens the token bucket of a broker with a
+// capacity and no send queue holds: it stands for RocketMQ's bounded send
+// pool, whose [OVERLOAD] refusal comes when a count of requests is queued,
+// not after a fixed time's worth. A bucket of a time's worth (50 ms) at a
+// low capacity holds a handful of tokens, which a Poisson load's bursts
+// empty at any utilization: at 95% the excess a bucket of this depth must
+// absorb reaches it about once in 10^9 arrivals (a deterministic server's
+// queue at 95% exceeds k sends with a probability falling about 10% a
+// send), so only a load past the capacity is refused.
+const minBurst = 200

@@ -206,8 +206,12 @@ func TestQueueCapacity(t *testing.T) {
 // TestRejectRequestRemark: a broker over its capacity without a send queue
 // refuses at once with RocketMQ's [REJECTREQUEST] remark.
 func TestRejectRequestRemark(t *testing.T) {
-	b := testBroker(20) // burst of 1
-	b.attempt(0, time.Second, draws{})
+	b := testBroker(20) // a burst of minBurst
+	for range minBurst {
+		if o, _, _ := b.attempt(0, time.Second, draws{}); o.Class != producer.ClassAnswered {
+			t.Fatalf("an attempt within the burst = %+v, want an answer", o)
+		}
+	}
 	o, _, _ := b.attempt(0, time.Second, draws{})
 	var be *producer.BrokerError
 	if !errors.As(o.Err, &be) || be.Code != SystemBusy || be.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
