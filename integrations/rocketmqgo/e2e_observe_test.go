@@ -15,6 +15,7 @@ import (
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
 	"github.com/mqfault/mqfault/pkg/config"
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -169,7 +170,7 @@ func TestE2EConfigLogsMetrics(t *testing.T) {
 	if n, _ := series(t, reg, "mqfault_isolations_total", orders(map[string]string{"broker": "broker-b", "reason": "failure"})); n != 1 {
 		t.Errorf(`mqfault_isolations_total{broker="broker-b",reason="failure",producer="orders"} = %v, want 1`, n)
 	}
-	answered := mqproducer.ClassAnswered.String()
+	answered := latency.ClassAnswered.String()
 	all, _ := series(t, reg, "mqfault_attempts_total", orders(map[string]string{"broker": "broker-b"}))
 	ok, _ := series(t, reg, "mqfault_attempts_total", orders(map[string]string{"broker": "broker-b", "outcome": answered}))
 	if int(all-ok) != len(failed) || len(failed) == 0 {
