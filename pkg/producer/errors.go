@@ -67,10 +67,16 @@ type RouteError struct {
 
 func (e *RouteError) Error() string {
 	s := "producer: no route for topic " + strconv.Quote(e.Topic)
-	if e.Err != nil && e.Err != ErrNoRoute {
-		s += ": " + e.Err.Error()
+	if e.Err == nil || e.Err == ErrNoRoute {
+		return s
 	}
-	return s
+	// A cause that is ErrNoRoute with a reason ("producer: no route: ...")
+	// adds only its reason: the sentence says "no route" once.
+	cause := e.Err.Error()
+	if rest, ok := strings.CutPrefix(cause, ErrNoRoute.Error()+": "); ok && errors.Is(e.Err, ErrNoRoute) {
+		cause = rest
+	}
+	return s + ": " + cause
 }
 
 // Unwrap returns the cause.
@@ -149,7 +155,10 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Sync sends (v5): fault update (isolation true, reachable false); the next
 // attempt only if Code is a retry code (Config.RetryCodes), else the send
 // ends with the last answered result if there is one, or this error. v4:
-// isolation true. Async: no retry (see Loop.Finish).
+// isolation true. Async: no retry (see Loop.Finish). A Transport that does
+// not know the broker's name may leave Broker empty: the error then reads
+// "the broker", and the producer's logs and SendError name the attempt's
+// broker.
 type BrokerError struct {
 	Broker string
 	Code   int
@@ -157,7 +166,10 @@ type BrokerError struct {
 }
 
 func (e *BrokerError) Error() string {
-	s := "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
+	s := "producer: the broker answered code " + strconv.Itoa(e.Code)
+	if e.Broker != "" {
+		s = "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
+	}
 	if e.Remark != "" {
 		s += ": " + e.Remark
 	}
