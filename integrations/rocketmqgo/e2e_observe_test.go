@@ -144,8 +144,8 @@ func TestE2EConfigLogsMetrics(t *testing.T) {
 	}
 	rec := &recorder{}
 	reg := prometheus.NewRegistry()
-	c := newCluster(t, []string{"broker-a", "broker-b"}, nil,
-		rocketmqgo.WithConfig(cfg), rocketmqgo.WithLogger(slog.New(rec)), rocketmqgo.WithMetrics(reg, "orders"))
+	c := newServers(t, []string{"broker-a", "broker-b"})
+	c.p = c.newProducer(nil, rocketmqgo.WithConfig(cfg), rocketmqgo.WithLogger(slog.New(rec)), rocketmqgo.WithMetrics(reg, "orders"))
 	b := c.brokers["broker-b"]
 	msgs := c.sendN(8)
 	if err := b.SetFault(remotingtest.Fault{Hung: true}); err != nil {
