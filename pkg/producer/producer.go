@@ -379,7 +379,7 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 	})
 	releaseAttemptCtx(actx)
 	o = Classify(res, err)
-	if ctx.Err() != nil && p.policy.rules.classes.class(o.Class).network {
+	if p.policy.rules.classes.class(o.Class).network && ctx.Err() != nil {
 		o.Class = latency.ClassCancelled // the caller gave up; the broker is not at fault
 	}
 	o.Elapsed = p.clock.Now().Sub(plan.Start)
