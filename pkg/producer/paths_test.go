@@ -83,6 +83,7 @@ func (o *observed) send(t *testing.T) producer.SendEvent {
 // the test expects the report the pick makes (class and path; none for an
 // ordered send, which has no pick), whether the send retries (on B, picked
 // avoiding A, answered) and the stop it ends with, as the observer hears it.
+// Every latency.Class has a case.
 func TestPathsEveryClass(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -114,6 +115,15 @@ func TestPathsEveryClass(t *testing.T) {
 			sync: both(retried), async: both("failed"), oneway: both("failed"), ordered: both("failed")},
 		{name: "cancelled", err: producer.ErrInterrupted, class: latency.ClassCancelled,
 			sync: both("cancelled"), async: both("cancelled"), oneway: both("cancelled"), ordered: both("cancelled")},
+	}
+	covered := map[latency.Class]bool{}
+	for _, tc := range cases {
+		covered[tc.class] = true
+	}
+	for _, c := range latency.Classes() {
+		if !covered[c] {
+			t.Errorf("no case meets class %s: say what each path does with it", c)
+		}
 	}
 	modes := []latency.Mode{latency.ModeV5, latency.ModeV4}
 	for _, tc := range cases {
