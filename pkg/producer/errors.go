@@ -337,7 +337,8 @@ func Classify(res Result, err error) Outcome {
 // retried (an ordered send, or a direct send of an adapter):
 // StopBrokerError for a broker's error code (busy included), StopCancelled
 // for a cancellation, StopFailed for every other failure, StopAnswered for
-// an answer. It is the class's row in the send loop's rules (moderules.go).
+// an answer. It is the class's row in the send loop's rules (moderules.go),
+// the same in every mode.
 func (o Outcome) FailedStop() Stop { return classes5.class(o.Class).stop }
 
 // Report is o as latency's update rules read it (the value a pick's Done

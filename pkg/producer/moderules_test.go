@@ -39,6 +39,10 @@ func TestClassRulesEveryClass(t *testing.T) {
 			if got := rules.classes.class(c); got != r {
 				t.Errorf("mode %s: class(%s) = %+v, want its row %+v", mode, c, got, r)
 			}
+			// Outcome.FailedStop reads v5's rows for every mode.
+			if got := (Outcome{Class: c}).FailedStop(); got != r.stop {
+				t.Errorf("mode %s, class %s: FailedStop() = %s, want the mode's stop %s", mode, c, got, r.stop)
+			}
 		}
 	}
 }
