@@ -152,7 +152,7 @@ func (w *watcher) OnAttempt(ev producer.AttemptEvent) {
 		return
 	}
 	b.attempts.Add(1)
-	if ev.Outcome.Class == producer.ClassAnswered {
+	if ev.Outcome.Class == latency.ClassAnswered {
 		b.answered.Add(1)
 	} else {
 		b.failed.Add(1)

@@ -41,8 +41,8 @@ func TestDriveReleasesEveryPick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answered := producer.Outcome{Class: producer.ClassAnswered, Elapsed: 5 * time.Millisecond}
-	failed := producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: errors.New("timeout"), Elapsed: 10 * time.Millisecond}
+	answered := producer.Outcome{Class: latency.ClassAnswered, Elapsed: 5 * time.Millisecond}
+	failed := producer.Outcome{Class: latency.ClassTransportTimeout, Err: errors.New("timeout"), Elapsed: 10 * time.Millisecond}
 	inFlight := func() (n int64) {
 		for _, b := range brokers {
 			n += strat.InFlight(b)
