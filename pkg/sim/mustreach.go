@@ -31,30 +31,38 @@ type SuiteFamily struct {
 }
 
 // The must-reach suite's fixed draws: each shipped family at these family
-// seeds, this many runs at each, and each scenario at seeds 1 to 5. The
-// counts keep the whole judge of one strategy under a minute on one core.
+// seeds (MustReachHealthyRuns and MustReachBroadRuns runs at each), and
+// each scenario at seeds 1 to 5. The counts keep the whole judge of one
+// strategy under a minute on one core. LoadMustReachSuite copies them.
 var (
 	MustReachFamilySeeds = []uint64{1, 2}
 	MustReachSeeds       = []uint64{1, 2, 3, 4, 5}
 )
 
-// MustReachRuns is the runs of each family at each family seed.
-var MustReachRuns = map[string]int{"healthy": 16, "broad": 12}
+// The runs of each shipped family at each family seed.
+const (
+	MustReachHealthyRuns = 16
+	MustReachBroadRuns   = 12
+)
 
-// LoadMustReachSuite reads the must-reach suite from dir, the repository's
-// testdata: families/healthy.yaml and families/broad.yaml (MustReachRuns
-// runs at each of MustReachFamilySeeds), every scenarios/*.yaml and the
-// embedded default scenario (at MustReachSeeds). A file that is missing
-// or invalid is an error naming it.
+// LoadMustReachSuite reads the must-reach suite from dir, the
+// repository's testdata: families/healthy.yaml and families/broad.yaml
+// (MustReachHealthyRuns and MustReachBroadRuns runs at each of
+// MustReachFamilySeeds), every scenarios/*.yaml and the embedded default
+// scenario (at MustReachSeeds). A file that is missing or invalid is an
+// error naming it.
 func LoadMustReachSuite(dir string) (*MustReachSuite, error) {
 	s := &MustReachSuite{Seeds: slices.Clone(MustReachSeeds)}
-	for _, name := range []string{"healthy", "broad"} {
-		path := filepath.Join(dir, "families", name+".yaml")
+	for _, fam := range []struct {
+		name string
+		runs int
+	}{{"healthy", MustReachHealthyRuns}, {"broad", MustReachBroadRuns}} {
+		path := filepath.Join(dir, "families", fam.name+".yaml")
 		f, err := LoadFamily(path)
 		if err != nil {
 			return nil, fmt.Errorf("sim: must-reach family %s: %w", path, err)
 		}
-		s.Families = append(s.Families, SuiteFamily{Family: f, Seeds: slices.Clone(MustReachFamilySeeds), Runs: MustReachRuns[name]})
+		s.Families = append(s.Families, SuiteFamily{Family: f, Seeds: slices.Clone(MustReachFamilySeeds), Runs: fam.runs})
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "scenarios", "*.yaml"))
 	if err != nil {
@@ -114,7 +122,7 @@ type MustReachRule struct {
 // Pass reports whether enough runs met the rule.
 func (r *MustReachRule) Pass() bool { return r.Met >= r.Need }
 
-// MustReachReport is what JudgeMustReach found.
+// MustReachReport is what JudgeMustReach found. Its methods only read it.
 type MustReachReport struct {
 	Strategy string
 	Baseline Baseline
@@ -192,8 +200,10 @@ type MustReachConfig struct {
 // JudgeMustReach runs strategy s, v5 and v5+detector on every run of the
 // suite and judges s by the must-reach rules (JudgeMustReachRuns) against
 // the better of v5 and v5+detector, column by column. s may be v5 or
-// v5+detector itself. It returns when every goroutine it started has
-// ended; cancelling ctx ends it early with ctx's error.
+// v5+detector itself. It blocks until every run has ended (on
+// cfg.Workers goroutines) and returns when every goroutine it started has
+// ended; cancelling ctx ends it early with ctx's error. It only reads the
+// suite, so calls may share one.
 func JudgeMustReach(ctx context.Context, suite *MustReachSuite, s Strategy, cfg MustReachConfig) (*MustReachReport, error) {
 	if suite == nil || len(suite.Scenarios) != len(suite.Sources) {
 		return nil, errors.New("sim: must-reach: no suite, or its scenarios and sources differ in number")
