@@ -42,6 +42,13 @@ v5+detector in each column). --keep writes the worse runs as scenarios.
 per strategy the median and range of each column, and the verdict
 counted per seed.
 
+--must-reach DIR judges one strategy (--strategies NAME or --config FILE;
+default mqfault) by issue 24's must-reach rules against the better of v5
+and v5+detector in each column: DIR/families/healthy.yaml and broad.yaml
+at fixed family seeds, every DIR/scenarios/*.yaml and the default scenario
+at seeds 1-5. It prints each rule's runs, met and needed, and names every
+run that fails a rule; the exit status is 1 when a rule fails.
+
 --ablation adds, after mqfault, the preset with each of its policies past
 the reference switched off in turn (a row equal to mqfault's in every
 number is folded into a note); --strategies takes these names too:
@@ -66,6 +73,7 @@ for a producer. The scenario's send_timeout replaces its timeout.`, strings.Join
 			fs.Uint64Var(&o.familySeed, "family-seed", 1, "with --family: the family seed `S` (run i's scenario depends only on the family, S and i)")
 			fs.StringVar(&o.baseline, "baseline", "", "with --family: judge every strategy against strategy `NAME` (default: the better of v5 and v5+detector in each column)")
 			fs.StringVar(&o.seeds, "seeds", "", "run the scenario (or each run of --family) at each of these seeds, a `LIST` such as 1-5 or 1,3,7: per strategy the median and range of each column, and the verdict counted per seed")
+			fs.StringVar(&o.mustReach, "must-reach", "", "judge one strategy (--strategies NAME or --config FILE; default mqfault) by the must-reach rules on `DIR`'s families/healthy.yaml, families/broad.yaml and scenarios/*.yaml, and the default scenario")
 			fs.StringVar(&o.keep, "keep", "", "with --family: write each run in which a strategy was worse than the baseline to `DIR` as a scenario file that replays it")
 			return func(ctx context.Context, io streams, args []string) error {
 				fs.Visit(func(f *flag.Flag) { o.set = append(o.set, f.Name) })
@@ -102,7 +110,7 @@ type simOptions struct {
 	seed                          uint64
 	json, printScenario, ablation bool
 	family, baseline, keep, seeds string
-	config                        string
+	config, mustReach             string
 	runs                          int
 	familySeed                    uint64
 	set                           []string // the flags given
@@ -128,6 +136,14 @@ func runSim(ctx context.Context, io streams, o simOptions, args []string) error 
 				return usageErrorf("--print-scenario prints the scenario as written and exits: --%s does not apply", n)
 			}
 		}
+	}
+	if o.mustReach != "" {
+		for _, n := range []string{"scenario", "seed", "print-scenario", "family", "runs", "family-seed", "baseline", "seeds", "keep", "report", "json", "ablation"} {
+			if o.given(n) {
+				return usageErrorf("--%s does not apply to --must-reach (its runs, seeds and baseline are fixed)", n)
+			}
+		}
+		return runMustReach(ctx, io, o)
 	}
 	if o.family != "" {
 		for _, n := range []string{"scenario", "seed", "print-scenario"} {
@@ -479,6 +495,57 @@ func runFamily(ctx context.Context, io streams, o simOptions, strats []sim.Strat
 			fmt.Fprintf(io.stderr, "; kept %d runs in %s", len(kept), o.keep)
 		}
 		fmt.Fprintln(io.stderr)
+	}
+	return nil
+}
+
+// runMustReach is `mqfault sim --must-reach DIR`.
+func runMustReach(ctx context.Context, io streams, o simOptions) error {
+	var judged sim.Strategy
+	switch {
+	case o.strategies != "" && o.config != "":
+		return usageErrorf("--must-reach judges one strategy: give --strategies NAME or --config FILE, not both")
+	case o.config != "":
+		var err error
+		if judged, err = configStrategy(o.config); err != nil {
+			return err
+		}
+	default:
+		name := "mqfault"
+		if o.strategies != "" {
+			name = o.strategies
+		}
+		strats, err := sim.SelectStrategies(strings.Split(name, ",")...)
+		if err != nil {
+			return usageErrorf("--strategies: %w", err)
+		}
+		if len(strats) != 1 {
+			return usageErrorf("--must-reach judges one strategy: --strategies names %d", len(strats))
+		}
+		judged = strats[0]
+	}
+	suite, err := sim.LoadMustReachSuite(o.mustReach)
+	if err != nil {
+		return badInput(fmt.Errorf("--must-reach: %w", err))
+	}
+	var cfg sim.MustReachConfig
+	bar := newProgressBar(io.stderr)
+	if bar != nil {
+		bar.set(0)
+		cfg.Progress = func(done, total int) { bar.set(float64(done) / float64(total)) }
+	}
+	rep, err := sim.JudgeMustReach(ctx, suite, judged, cfg)
+	if bar != nil {
+		bar.clear()
+	}
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(io.stdout); err != nil {
+		return err
+	}
+	if !rep.Pass() {
+		return &exitError{code: exitFailure}
 	}
 	return nil
 }

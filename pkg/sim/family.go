@@ -57,11 +57,14 @@ type FamilyLatency struct {
 	Median, Tail Dist
 }
 
-// FamilyCapacity draws the brokers' capacity. Every broker gets PerBroker
-// sends per second, or, with probability Uneven, the cluster's total
-// (brokers x PerBroker) split unevenly: each broker's share is a factor
-// drawn log-uniformly between 1 and a Spread drawn for the run, so the
-// largest capacity is at most Spread times the smallest.
+// FamilyCapacity draws the brokers' capacity. The cluster's is brokers x
+// PerBroker sends per second, split in proportion to each broker's queues
+// (round robin's share of the sends: equal brokers are equally loaded by
+// it), or, with probability Uneven, unevenly: each broker's share is also
+// multiplied by a factor drawn log-uniformly between 1 and a Spread drawn
+// for the run, so the largest capacity per queue is at most Spread times
+// the smallest, and round robin offers the weakest broker up to Spread
+// times the utilization of the strongest.
 type FamilyCapacity struct {
 	PerBroker Dist
 	Uneven    float64
@@ -320,8 +323,9 @@ type Drawn struct {
 	Scenario *Scenario
 	// Flow is the flow-control model (FlowNone, FlowReject, FlowQueue).
 	Flow string
-	// Spread is the ratio of the largest broker's capacity to the
-	// smallest's (1 for equal capacities).
+	// Spread is the ratio of the largest broker's capacity per queue to the
+	// smallest's (1 for equal capacities): how much more round robin loads
+	// the weakest broker than the strongest.
 	Spread float64
 	// Utilization is the offered rate over the cluster's capacity.
 	Utilization float64
@@ -407,9 +411,11 @@ func (f *Family) draw(seed uint64, run int) (*Drawn, error) {
 	for i := range brokers {
 		brokers[i] = Broker{Name: fmt.Sprintf("broker-%0*d", width, i+1), Queues: f.Queues.drawInt(r), Latency: lat}
 		u := r.Float64()
-		factors[i] = 1
+		// Round robin sends a broker its queues' share of the sends: the
+		// capacity follows it, times the uneven factor.
+		factors[i] = float64(brokers[i].Queues)
 		if uneven {
-			factors[i] = math.Pow(spread, u)
+			factors[i] *= math.Pow(spread, u)
 		}
 		sum += factors[i]
 	}
@@ -424,7 +430,8 @@ func (f *Family) draw(seed uint64, run int) (*Drawn, error) {
 	for i := range brokers {
 		c := max(1, math.Round(total*factors[i]/sum))
 		capacity += c
-		lo, hi = min(lo, c), max(hi, c)
+		perQueue := c / float64(brokers[i].Queues)
+		lo, hi = min(lo, perQueue), max(hi, perQueue)
 		if flow != FlowNone {
 			brokers[i].Capacity = c
 			if flow == FlowQueue {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -485,5 +486,53 @@ func TestRunFamilyErrors(t *testing.T) {
 	cancel()
 	if _, err := RunFamily(ctx, FamilyConfig{Family: f, Runs: 3}); !errors.Is(err, context.Canceled) {
 		t.Errorf("RunFamily(cancelled) error = %v, want context.Canceled", err)
+	}
+}
+
+// TestFamilyCapacityFollowsRoundRobin: a family's brokers of equal
+// capacity are equal for round robin, which sends each broker its share of
+// the queues: every broker's capacity is its queues' share of the
+// cluster's, so that at a utilization u every broker is offered u of its
+// capacity. Uneven runs spread the capacity per queue by at most the
+// spread drawn (Drawn.Spread, at least 1.5 in this family).
+func TestFamilyCapacityFollowsRoundRobin(t *testing.T) {
+	f := mustFamily(t, strings.Replace(strings.Replace(testFamily, "queues: 2", "queues: [2, 4, 8]", 1),
+		"brokers: {min: 2, max: 4}", "brokers: {min: 2, max: 12}", 1))
+	equal, uneven := 0, 0
+	for i := 1; i <= 200; i++ {
+		d, err := f.Draw(1, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := d.Scenario
+		if d.Flow == FlowNone {
+			continue
+		}
+		queues := 0
+		for _, b := range sc.Brokers {
+			queues += b.Queues
+		}
+		lo, hi := math.Inf(1), 0.0
+		for _, b := range sc.Brokers {
+			// The broker's offered load under round robin over its capacity.
+			u := sc.Rate * float64(b.Queues) / float64(queues) / b.Capacity
+			lo, hi = min(lo, u), max(hi, u)
+		}
+		// Capacities are whole sends a second: allow their rounding.
+		slack := 1 + 1/(100*0.25/8)
+		if d.Spread == 1 {
+			equal++
+			if hi > d.Utilization*slack || lo < d.Utilization/slack {
+				t.Errorf("run %d (%s): brokers offered %.3f to %.3f of their capacity under round robin, want %.3f each", i, d, lo, hi, d.Utilization)
+			}
+			continue
+		}
+		uneven++
+		if hi/lo > d.Spread*slack*slack || d.Spread > 3*slack {
+			t.Errorf("run %d (%s): round robin offers brokers %.3f to %.3f of their capacity, a spread past the drawn %.2f", i, d, lo, hi, d.Spread)
+		}
+	}
+	if equal < 20 || uneven < 20 {
+		t.Errorf("200 runs drew %d equal and %d uneven clusters with a capacity, want both", equal, uneven)
 	}
 }

@@ -394,7 +394,7 @@ func (f *Family) validate(p *problems) {
 	if u := f.Capacity.Uneven; math.IsNaN(u) || u < 0 || u > 1 {
 		p.add("capacity.uneven", "%v must be in [0, 1]: the share of runs with uneven capacities", u)
 	}
-	checkDist(p, "capacity.spread", f.Capacity.Spread, kindNumber, f.Capacity.Uneven > 0, atLeast(1, "the largest capacity over the smallest"))
+	checkDist(p, "capacity.spread", f.Capacity.Spread, kindNumber, f.Capacity.Uneven > 0, atLeast(1, "the largest capacity per queue over the smallest"))
 	if f.Capacity.Uneven == 0 && !f.Capacity.Spread.isZero() {
 		p.add("capacity.spread", "a spread without uneven (the share of runs with uneven capacities) is never drawn")
 	}

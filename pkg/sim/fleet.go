@@ -27,6 +27,26 @@ type FleetResult struct {
 	Peak       float64
 	PeakAt     int
 	PeakBroker string
+
+	// Moves holds, per second, the largest share of the producers that
+	// moved one broker's share at once: that were away from the broker in
+	// that second and not in the one before (left it), or the reverse
+	// (came back), whichever is more. Away is Herding's: isolated at some
+	// moment of the second, or sent less than half of round robin's share
+	// in a second judged by traffic; a second not judged keeps the traffic
+	// verdict of the last one judged. Herding counts a producer in every
+	// second it stays away (a down broker is left by all, rightly, for as
+	// long as it is down); Moves counts it once when it leaves and once
+	// when it comes back, so a second in which most of a fleet moves
+	// together is a synchronised storm, a high figure between faults'
+	// edges a herd.
+	Moves       []float64
+	MovesBroker []int
+	// MovesPeak is the largest of Moves, first reached in second
+	// MovesPeakAt, on broker MovesPeakBroker ("" when no producer moved).
+	MovesPeak       float64
+	MovesPeakAt     int
+	MovesPeakBroker string
 }
 
 // herding counts, per second and broker, the producers of a fleet that left
@@ -34,8 +54,9 @@ type FleetResult struct {
 // each producer's part is guarded by the producer's timeline.
 type herding struct {
 	brokers, seconds, producers int
-	queues                      []int // per broker: its queues
-	left                        []int32
+	queues                      []int   // per broker: its queues
+	left                        []int32 // per second and broker: producers away
+	gone, back                  []int32 // per second and broker: producers that left, came back
 	prods                       []producerHerd
 }
 
@@ -52,23 +73,27 @@ type producerHerd struct {
 	perBroker []int32
 	isoSec    []uint64 // brokers isolated at some moment of sec
 	isoNow    []uint64 // brokers isolated now
+	off       []uint64 // brokers sent under half of round robin's share in the last second judged
+	away      []uint64 // brokers the producer was away from in the last second counted
 }
 
 func newHerding(sc *Scenario, seconds, producers int) *herding {
 	h := &herding{brokers: len(sc.Brokers), seconds: seconds, producers: producers,
 		queues: make([]int, len(sc.Brokers)),
-		left:   make([]int32, seconds*len(sc.Brokers)), prods: make([]producerHerd, producers)}
+		left:   make([]int32, seconds*len(sc.Brokers)), gone: make([]int32, seconds*len(sc.Brokers)),
+		back: make([]int32, seconds*len(sc.Brokers)), prods: make([]producerHerd, producers)}
 	for i, b := range sc.Brokers {
 		h.queues[i] = b.Queues
 	}
 	words := (h.brokers + 63) / 64
 	// One allocation for every producer's counts and bitsets.
 	counts := make([]int32, producers*h.brokers)
-	sets := make([]uint64, 3*producers*words)
-	set := func(p, k int) []uint64 { i := (3*p + k) * words; return sets[i : i+words : i+words] }
+	const nsets = 5
+	sets := make([]uint64, nsets*producers*words)
+	set := func(p, k int) []uint64 { i := (nsets*p + k) * words; return sets[i : i+words : i+words] }
 	for p := range h.prods {
 		h.prods[p] = producerHerd{h: h, perBroker: counts[p*h.brokers : (p+1)*h.brokers : (p+1)*h.brokers],
-			isoSec: set(p, 0), isoNow: set(p, 1), route: set(p, 2)}
+			isoSec: set(p, 0), isoNow: set(p, 1), route: set(p, 2), off: set(p, 3), away: set(p, 4)}
 	}
 	return h
 }
@@ -104,6 +129,7 @@ func (ph *producerHerd) roll(now int64) {
 	ph.flush()
 	for k := ph.sec + 1; k < s; k++ {
 		ph.h.count(k, ph.isoNow)
+		ph.moved(k, ph.isoNow)
 	}
 	ph.sec = s
 	ph.changed = false
@@ -125,6 +151,31 @@ func (ph *producerHerd) flush() {
 		if isolated || off {
 			row[b]++
 		}
+		if judge {
+			if off {
+				ph.off[b/64] |= 1 << (b % 64)
+			} else {
+				ph.off[b/64] &^= 1 << (b % 64)
+			}
+		}
+	}
+	ph.moved(ph.sec, ph.isoSec)
+}
+
+// moved counts, in second k, the brokers the producer left or came back to:
+// those isolated in k (iso) or off by traffic, against the second before.
+func (ph *producerHerd) moved(k int, iso []uint64) {
+	h := ph.h
+	gone, back := h.gone[k*h.brokers:(k+1)*h.brokers], h.back[k*h.brokers:(k+1)*h.brokers]
+	for w := range ph.away {
+		now := iso[w] | ph.off[w]
+		for d := now &^ ph.away[w]; d != 0; d &= d - 1 {
+			gone[w*64+bits.TrailingZeros64(d)]++
+		}
+		for d := ph.away[w] &^ now; d != 0; d &= d - 1 {
+			back[w*64+bits.TrailingZeros64(d)]++
+		}
+		ph.away[w] = now
 	}
 }
 
@@ -178,6 +229,21 @@ func (h *herding) result(sc *Scenario) *FleetResult {
 		r.Herding[k] = float64(best) / float64(h.producers)
 		if best > peak {
 			peak, r.Peak, r.PeakAt, r.PeakBroker = best, r.Herding[k], k, sc.Brokers[r.HerdingBroker[k]].Name
+		}
+	}
+	r.Moves, r.MovesBroker = make([]float64, h.seconds), make([]int, h.seconds)
+	peak = 0
+	for k := range h.seconds {
+		r.MovesBroker[k] = -1
+		best := int32(0)
+		for b := range h.brokers {
+			if n := max(h.gone[k*h.brokers+b], h.back[k*h.brokers+b]); n > best {
+				best, r.MovesBroker[k] = n, b
+			}
+		}
+		r.Moves[k] = float64(best) / float64(h.producers)
+		if best > peak {
+			peak, r.MovesPeak, r.MovesPeakAt, r.MovesPeakBroker = best, r.Moves[k], k, sc.Brokers[r.MovesBroker[k]].Name
 		}
 	}
 	return r

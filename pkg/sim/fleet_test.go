@@ -234,3 +234,97 @@ brokers:
 		t.Errorf("Validate(10000 producers x 2000 queues) = %v, want the product named", err)
 	}
 }
+
+// TestFleetMoves: Moves counts a producer when it leaves a broker and when
+// it comes back, where Herding counts it in every second it stays away.
+// broker-b is down from 5 s to 6 s: every v5 producer leaves it within
+// seconds 5-6 and isolates it for 10 s, so all come back together about
+// 10 s later (a synchronised move); in between they all stay away
+// (Herding 100%) and none moves (Moves 0). Without the fault nobody moves.
+func TestFleetMoves(t *testing.T) {
+	sc := fleetScenario(10, 10)
+	sc.Events[0].At, sc.Events[0].For = 5*time.Second, time.Second
+	r := mustRun(t, sc, WithStrategies(mustSelect(t, "v5")...)).Results[0]
+	f := r.Fleet
+	if f == nil || len(f.Moves) != r.Series.Seconds || len(f.MovesBroker) != r.Series.Seconds {
+		t.Fatalf("Fleet = %+v, want a Moves figure per second", f)
+	}
+	t.Logf("herding %v", f.Herding)
+	t.Logf("moves   %v", f.Moves)
+	if f.MovesPeak != 1 || f.MovesPeakBroker != "broker-b" || f.MovesPeakAt < 5 || f.MovesPeakAt > 6 {
+		t.Errorf("moves peak %v on %q at %ds, want every producer leaving broker-b at 5-6 s", f.MovesPeak, f.MovesPeakBroker, f.MovesPeakAt)
+	}
+	left, came := 0.0, 0.0
+	for k := 5; k <= 6; k++ {
+		left += f.Moves[k]
+	}
+	for k := 8; k <= 13; k++ {
+		if f.Herding[k] != 1 || f.Moves[k] != 0 {
+			t.Errorf("second %d: herding %v, moves %v; want 100%% away and nobody moving", k, f.Herding[k], f.Moves[k])
+		}
+	}
+	for k := 14; k <= 17; k++ {
+		came += f.Moves[k]
+		if f.Moves[k] > 0 && f.MovesBroker[k] != 1 {
+			t.Errorf("second %d: moves on broker %d, want broker-b's", k, f.MovesBroker[k])
+		}
+	}
+	if left < 1 || came < 1 {
+		t.Errorf("moves: %v in seconds 5-6, %v in 14-17; want every producer leaving, then coming back", left, came)
+	}
+	for k := range 5 {
+		if f.Moves[k] != 0 || f.MovesBroker[k] != -1 {
+			t.Errorf("second %d, before the fault: moves %v on broker %d, want none", k, f.Moves[k], f.MovesBroker[k])
+		}
+	}
+
+	healthy := fleetScenario(10, 10)
+	healthy.Events = nil
+	if f := mustRun(t, healthy, WithStrategies(mustSelect(t, "v5")...)).Results[0].Fleet; f.MovesPeak != 0 || f.MovesPeakBroker != "" {
+		t.Errorf("no fault: moves peak %v on %q at %ds, want 0", f.MovesPeak, f.MovesPeakBroker, f.MovesPeakAt)
+	}
+}
+
+// TestMovesCount checks the count of one producer's moves: leaving by
+// traffic counts in the judged second it starts, a second too thin to judge
+// keeps the verdict (no move), and coming back counts in the judged second
+// it ends; an isolation counts where it begins and where the second after
+// its last one begins.
+func TestMovesCount(t *testing.T) {
+	sc := fleetScenario(1, 1) // 2 brokers of 4 queues
+	h := newHerding(sc, 10, 1)
+	p := h.producer(0)
+	p.setRoute([]uint64{3})
+	s := func(k int64, frac float64) int64 { return k*sec + int64(frac*float64(sec)) }
+	send := func(k int64, toA, toB int) {
+		for i := range toA + toB {
+			b := 0
+			if i >= toA {
+				b = 1
+			}
+			p.attempt(s(k, float64(i)/float64(toA+toB+1)), b)
+		}
+	}
+	send(0, 4, 4)                   // round robin
+	send(1, 7, 1)                   // off broker-b: leaves it
+	send(2, 3, 0)                   // too few to judge: still off
+	send(3, 7, 1)                   // still off
+	send(4, 4, 4)                   // back
+	p.isolated(s(6, 0.5), 0, true)  // broker-a isolated from 6.5 s ...
+	p.isolated(s(8, 0.2), 0, false) // ... to 8.2 s: back in second 9
+	p.finish(s(10, 0))
+	wantGone := map[int][2]int32{1: {0, 1}, 6: {1, 0}}
+	wantBack := map[int][2]int32{4: {0, 1}, 9: {1, 0}}
+	for k := range 10 {
+		if got := [2]int32{h.gone[2*k], h.gone[2*k+1]}; got != wantGone[k] {
+			t.Errorf("second %d: left %v, want %v", k, got, wantGone[k])
+		}
+		if got := [2]int32{h.back[2*k], h.back[2*k+1]}; got != wantBack[k] {
+			t.Errorf("second %d: came back %v, want %v", k, got, wantBack[k])
+		}
+	}
+	r := h.result(sc)
+	if r.MovesPeak != 1 || r.MovesPeakAt != 1 || r.MovesPeakBroker != "broker-b" || r.MovesBroker[6] != 0 || r.MovesBroker[5] != -1 {
+		t.Errorf("result = %+v, want the first move on broker-b in second 1", r)
+	}
+}

@@ -71,3 +71,39 @@ func TestHealthyEqualClustersFailNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestUnevenClusterOverloadsTheWeak: the burst depth absorbs noise, not a
+// lasting excess. Under round robin (off: no isolation) a cluster at 80%
+// of its capacity whose first broker has a third of the others' capacity
+// offers that broker twice what it takes: it refuses the excess, under
+// either flow-control model, while the others refuse nothing.
+func TestUnevenClusterOverloadsTheWeak(t *testing.T) {
+	off, err := SelectStrategies("off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flow := range []string{FlowReject, FlowQueue} {
+		sc := healthyCluster(4, flow, LoadOpen, 0.8)
+		sc.Brokers[0].Capacity = 100
+		for i := 1; i < 4; i++ {
+			sc.Brokers[i].Capacity = 300
+		}
+		sc.Rate = 0.8 * 1000
+		rep, err := Run(context.Background(), sc, WithStrategies(off...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		weak := r.Brokers[0]
+		// 200 sends/s offered, 100 taken, over 20 s: about 2000 refused, less
+		// the burst.
+		if weak.Failures < 1500 {
+			t.Errorf("%s: the weak broker failed %d of %d attempts, want its excess (about 2000) refused", flow, weak.Failures, weak.Attempts)
+		}
+		for _, b := range r.Brokers[1:] {
+			if b.Failures != 0 {
+				t.Errorf("%s: %s (below its capacity, retries included) failed %d attempts, want 0", flow, b.Name, b.Failures)
+			}
+		}
+	}
+}
