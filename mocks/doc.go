@@ -4,10 +4,11 @@
 //
 //   - pkg/route: MockQueueFilter, MockRouteFilter (a filter that decides per
 //     route), MockRandomSource (the index's random source);
-//   - pkg/latency: MockClock, MockTimer, MockTicker, MockResolver,
-//     MockServiceDetector, MockDurationTable, MockObserver and MockReporter
-//     (what a pick reports its outcome to: Pick.Done); FaultTolerance is not
-//     mocked, since nothing takes one (a strategy's table is its own);
+//   - pkg/clock: MockClock, MockTimer, MockTicker;
+//   - pkg/probe: MockResolver, MockServiceDetector;
+//   - pkg/latency: MockDurationTable, MockObserver and MockReporter (what a
+//     pick reports its outcome to: Pick.Done); FaultTolerance is not mocked,
+//     since nothing takes one (a strategy's table is its own);
 //   - pkg/producer: MockTransport, MockRouteSource, MockSelector,
 //     MockProducerObserver and MockStrategy (the selector a Producer picks
 //     with).

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,38 @@ func TestNoPluginDependencies(t *testing.T) {
 		}
 		if len(has(plugin, f)) == 0 {
 			t.Errorf("go list -deps ./wire/pluginwire does not name %s: the check is looking at the wrong packages", f)
+		}
+	}
+}
+
+// TestLeavesNeverImportTheStrategy keeps the clock and the probe contract
+// leaves: `go list -deps` of pkg/clock, pkg/probe (and its conformance
+// suite), the plugin protocol, the plugin SDK and the plugin binaries names
+// neither the strategy nor the send loop nor what is built on them (the
+// route's types are the filter plugins' contract, so pkg/route may appear).
+// A plugin links the contract it serves, never the code that calls it.
+func TestLeavesNeverImportTheStrategy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const mod = "github.com/mqfault/mqfault/"
+	leaves := []string{"pkg/clock", "pkg/probe", "pkg/probe/probetest", "plugins/protocol", "plugins/sdk", "plugins/cmd/tcp-detector", "plugins/cmd/grpc-health-detector"}
+	forbidden := []string{"pkg/latency", "pkg/producer", "pkg/sim", "pkg/config", "pkg/observe"}
+	for _, leaf := range leaves {
+		out, err := exec.Command("go", "list", "-deps", mod+leaf).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", leaf, err)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, mod+leaf) {
+			t.Fatalf("go list -deps %s does not list %s itself: %q", leaf, leaf, deps)
+		}
+		for _, d := range deps {
+			for _, f := range forbidden {
+				if d == mod+f || strings.HasPrefix(d, mod+f+"/") {
+					t.Errorf("%s imports %s (through its dependencies); it must stay a leaf", leaf, d)
+				}
+			}
 		}
 	}
 }

@@ -220,7 +220,7 @@ func TestNewObservedProducer(t *testing.T) {
 	transport.EXPECT().Send(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, a producer.Attempt) (producer.Result, error) {
 		if first {
 			first = false
-			return producer.Result{}, &producer.TransportError{Broker: a.Queue.BrokerName, Kind: producer.TransportFailed, Err: errors.New("reset")}
+			return producer.Result{}, &producer.TransportError{Broker: a.Queue.BrokerName, Class: latency.ClassTransportFailed, Err: errors.New("reset")}
 		}
 		return producer.Result{}, nil
 	}).Times(2)

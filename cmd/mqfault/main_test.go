@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/plugintest"
 	"github.com/mqfault/mqfault/plugins/sdk"
 )
@@ -71,7 +71,7 @@ const noisyPluginEnv = "MQFAULT_CMD_TEST_NOISY_PLUGIN"
 // probe, logs a line, writes one to stderr and one to stdout.
 func serveNoisyPlugin() {
 	log := sdk.Logger(slog.LevelDebug)
-	sdk.ServeDetector(latency.ServiceDetectorFunc(func(_ context.Context, ep string) error {
+	sdk.ServeDetector(probe.ServiceDetectorFunc(func(_ context.Context, ep string) error {
 		log.Warn("noisy log line", "endpoint", ep)
 		fmt.Fprintln(os.Stderr, "noisy stderr line")
 		fmt.Fprintln(os.Stdout, "noisy stdout line")

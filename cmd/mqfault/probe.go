@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/host"
 )
 
@@ -70,8 +71,8 @@ type probeOptions struct {
 	failUnreachable bool
 	verbose         bool
 	// clock times the probes, the plugin host and --every, and stamps the
-	// lines (nil: latency.RealClock); a test sets a manual one.
-	clock latency.Clock
+	// lines (nil: clock.Real); a test sets a manual one.
+	clock clock.Clock
 }
 
 // timeFormat stamps each line of probe --every: when its probe started.
@@ -97,13 +98,13 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	case o.every > 0 && o.failUnreachable:
 		return usageErrorf("--fail-unreachable is for one round of probes; with --every probe runs until interrupted")
 	}
-	clock := o.clock
-	if clock == nil {
-		clock = latency.RealClock{}
+	clk := o.clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
-	var d latency.ServiceDetector = latency.TCPDetector{}
+	var d probe.ServiceDetector = probe.TCPDetector{}
 	if !o.tcp {
-		pd, err := startPlugin(io, o, clock)
+		pd, err := startPlugin(io, o, clk)
 		if err != nil {
 			return err
 		}
@@ -117,8 +118,8 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 	for {
 		failed := 0
 		for _, ep := range endpoints {
-			started := clock.Now()
-			pctx, cancel := latency.WithClockTimeout(ctx, clock, o.timeout)
+			started := clk.Now()
+			pctx, cancel := clock.WithTimeout(ctx, clk, o.timeout)
 			err := d.Detect(pctx, ep)
 			cancel()
 			if ctx.Err() != nil {
@@ -141,14 +142,14 @@ func runProbe(ctx context.Context, io streams, o probeOptions, endpoints []strin
 			}
 			return nil
 		}
-		if err := sleep(ctx, clock, o.every); err != nil {
+		if err := sleep(ctx, clk, o.every); err != nil {
 			return err
 		}
 	}
 }
 
 // startPlugin starts the detector plugin of o.
-func startPlugin(io streams, o probeOptions, clock latency.Clock) (*host.Detector, error) {
+func startPlugin(io streams, o probeOptions, clk clock.Clock) (*host.Detector, error) {
 	// The host's trouble (a plugin that died, a restart) at WARN; with -v
 	// its workings too, and the plugin's own output.
 	logger := slog.New(slog.NewTextHandler(io.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -162,7 +163,7 @@ func startPlugin(io streams, o probeOptions, clock latency.Clock) (*host.Detecto
 		Args:         o.args,
 		SHA256:       o.sum,
 		CallTimeout:  o.timeout,
-		Clock:        clock,
+		Clock:        clk,
 		Logger:       logger,
 		OutputLogger: output,
 	})
@@ -173,9 +174,9 @@ func startPlugin(io streams, o probeOptions, clock latency.Clock) (*host.Detecto
 }
 
 // sleep waits d on clock, or until ctx ends (then it returns ctx's error).
-func sleep(ctx context.Context, clock latency.Clock, d time.Duration) error {
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	wake := make(chan struct{})
-	t := clock.AfterFunc(d, func() { close(wake) })
+	t := clk.AfterFunc(d, func() { close(wake) })
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -193,7 +194,7 @@ func probeLine(endpoint string, err error, timeout time.Duration) string {
 		return endpoint + " reachable"
 	}
 	verdict := "unreachable"
-	if errors.Is(err, latency.ErrProbeInconclusive) {
+	if errors.Is(err, probe.ErrInconclusive) {
 		verdict = "inconclusive"
 	}
 	var reason string
@@ -201,7 +202,7 @@ func probeLine(endpoint string, err error, timeout time.Duration) string {
 		reason = "no answer within " + timeout.String()
 	} else {
 		cause := err
-		var pe *latency.ProbeError
+		var pe *probe.Error
 		if errors.As(err, &pe) && pe.Err != nil {
 			cause = pe.Err
 		}

@@ -21,8 +21,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/plugins/host"
 )
 
@@ -43,7 +44,7 @@ func TestProbe(t *testing.T) {
 	if err := os.WriteFile(notPlugin, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	up, down := detectortest.ListenTCP(t), detectortest.ClosedTCP(t)
+	up, down := probetest.ListenTCP(t), probetest.ClosedTCP(t)
 
 	tests := []struct {
 		name       string
@@ -110,13 +111,13 @@ func TestProbe(t *testing.T) {
 // manual clock: each round's lines start with the time its probes started,
 // on that clock, and the next round waits for --every on it.
 func TestProbeEvery(t *testing.T) {
-	clock := latency.NewManualClock(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))
-	up, down := detectortest.ListenTCP(t), detectortest.ClosedTCP(t)
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))
+	up, down := probetest.ListenTCP(t), probetest.ClosedTCP(t)
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := make(chan error, 1)
-	o := probeOptions{tcp: true, timeout: time.Second, every: 10 * time.Second, clock: clock}
+	o := probeOptions{tcp: true, timeout: time.Second, every: 10 * time.Second, clock: clk}
 	go func() { res <- runProbe(ctx, streams{stdout: &stdout, stderr: &stderr}, o, []string{up, down}) }()
 	waitLines := func(n int) {
 		t.Helper()
@@ -127,12 +128,12 @@ func TestProbeEvery(t *testing.T) {
 		}
 	}
 	waitLines(2)
-	for deadline := time.Now().Add(patience); clock.Pending() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(patience); clk.Pending() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("probe does not wait on the clock")
+			t.Fatal("probe does not wait on the clk")
 		}
 	}
-	clock.Advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	waitLines(4)
 	cancel()
 	if err := <-res; !errors.Is(err, context.Canceled) {
@@ -165,7 +166,7 @@ func TestProbeEvery(t *testing.T) {
 func TestProbePluginOutput(t *testing.T) {
 	t.Setenv(noisyPluginEnv, "1")
 	t.Setenv("GORACE", "atexit_sleep_ms=0") // the plugin exits at once under -race
-	up := detectortest.ListenTCP(t)
+	up := probetest.ListenTCP(t)
 	noisy := []string{"noisy log line", "noisy stderr line", "noisy stdout line"}
 	for _, verbose := range []bool{false, true} {
 		t.Run(fmt.Sprintf("-v=%v", verbose), func(t *testing.T) {
@@ -238,15 +239,15 @@ func TestProbeLine(t *testing.T) {
 		want string
 	}{
 		{"reachable", nil, "h:1 reachable"},
-		{"unreachable", &latency.ProbeError{Endpoint: "h:1", Err: refused}, "h:1 unreachable (dial tcp: connect: connection refused)"},
-		{"inconclusive", fmt.Errorf("plugin restarting: %w", latency.ErrProbeInconclusive), "h:1 inconclusive (plugin restarting: latency: probe inconclusive)"},
-		{"cancelled", errors.Join(latency.ErrProbeInconclusive, context.Canceled), "h:1 inconclusive (latency: probe inconclusive context canceled)"},
+		{"unreachable", &probe.Error{Endpoint: "h:1", Err: refused}, "h:1 unreachable (dial tcp: connect: connection refused)"},
+		{"inconclusive", fmt.Errorf("plugin restarting: %w", probe.ErrInconclusive), "h:1 inconclusive (plugin restarting: probe: inconclusive)"},
+		{"cancelled", errors.Join(probe.ErrInconclusive, context.Canceled), "h:1 inconclusive (probe: inconclusive context canceled)"},
 		{"other", errors.New("multi\nline"), "h:1 unreachable (multi line)"},
-		{"plugin's deadline", &latency.ProbeError{Endpoint: "h:1", Err: fmt.Errorf("probe did not finish within 1.899996305s: %w", context.DeadlineExceeded)},
+		{"plugin's deadline", &probe.Error{Endpoint: "h:1", Err: fmt.Errorf("probe did not finish within 1.899996305s: %w", context.DeadlineExceeded)},
 			"h:1 unreachable (no answer within 2s)"},
-		{"host's deadline", fmt.Errorf("%w: %w: detect h:1: no answer within 1.9s", latency.ErrProbeInconclusive, host.ErrCallTimeout),
+		{"host's deadline", fmt.Errorf("%w: %w: detect h:1: no answer within 1.9s", probe.ErrInconclusive, host.ErrCallTimeout),
 			"h:1 inconclusive (no answer within 2s)"},
-		{"socket deadline", &latency.ProbeError{Endpoint: "h:1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}},
+		{"socket deadline", &probe.Error{Endpoint: "h:1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}},
 			"h:1 unreachable (no answer within 2s)"},
 	}
 	for _, tt := range tests {
@@ -293,7 +294,7 @@ func healthServer(t *testing.T) string {
 // of probe's to race it on a loaded machine.
 func TestProbePluginArgs(t *testing.T) {
 	bin := binary(t, grpcHealthPkg)
-	srv, silent := healthServer(t), detectortest.SilentTCP(t)
+	srv, silent := healthServer(t), probetest.SilentTCP(t)
 	tests := []struct {
 		name     string
 		args     []string
@@ -314,18 +315,18 @@ func TestProbePluginArgs(t *testing.T) {
 		})
 	}
 	t.Run("no answer in time", func(t *testing.T) {
-		clock := latency.NewManualClock(time.Unix(1000, 0))
+		clk := clock.NewManual(time.Unix(1000, 0))
 		var stdout, stderr bytes.Buffer
 		res := make(chan error, 1)
 		go func() {
-			o := probeOptions{plugin: bin, timeout: 300 * time.Millisecond, clock: clock}
+			o := probeOptions{plugin: bin, timeout: 300 * time.Millisecond, clock: clk}
 			res <- runProbe(context.Background(), streams{stdout: &stdout, stderr: &stderr}, o, []string{silent})
 		}()
 		var err error
 		select {
 		case err = <-res:
 		case <-time.After(patience):
-			clock.Advance(time.Second) // probe's deadline: it returns
+			clk.Advance(time.Second) // probe's deadline: it returns
 			<-res
 			t.Fatalf("probe did not return within %v: the plugin never answered", patience)
 		}

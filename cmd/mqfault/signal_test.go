@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 )
 
 // output collects what a child process writes and says when the first line
@@ -163,7 +163,7 @@ func TestInterruptProbe(t *testing.T) {
 	}
 	plugin := binary(t, tcpDetectorPkg)
 	tmp := t.TempDir()
-	up := detectortest.ListenTCP(t)
+	up := probetest.ListenTCP(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			c := startMqfault(t, tmp, "probe", up, "--plugin", plugin, "--every", "20ms")
@@ -213,7 +213,7 @@ func TestProbeStdoutClosed(t *testing.T) {
 	}
 	plugin := binary(t, tcpDetectorPkg)
 	tmp := t.TempDir()
-	up := detectortest.ListenTCP(t)
+	up := probetest.ListenTCP(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ import (
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	mqwire "github.com/mqfault/mqfault/wire"
 )
@@ -213,7 +214,7 @@ func run(ctx context.Context, opts options, out io.Writer) (result, error) {
 		brokers[name] = b
 	}
 	addrs := make(map[string]string)
-	resolver := latency.StaticResolver{}
+	resolver := probe.StaticResolver{}
 	for name, b := range brokers {
 		addrs[name], resolver[name] = b.Addr(), b.Addr()
 	}

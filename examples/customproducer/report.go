@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -127,7 +128,7 @@ func (w *watcher) OnRecover(ev latency.RecoveryEvent) {
 // OnProbe prints what the TCP detector found when it changes something or
 // fails.
 func (w *watcher) OnProbe(ev latency.ProbeEvent) {
-	if b := w.brokers[ev.Broker]; b != nil && !errors.Is(ev.Err, latency.ErrProbeInconclusive) {
+	if b := w.brokers[ev.Broker]; b != nil && !errors.Is(ev.Err, probe.ErrInconclusive) {
 		b.probeFailed.Store(ev.Err != nil)
 		if ev.BecameReachable {
 			b.unreachable.Store(false)
@@ -139,7 +140,7 @@ func (w *watcher) OnProbe(ev latency.ProbeEvent) {
 	switch {
 	case ev.Err == nil && ev.BecameReachable:
 		w.out.printf("%-5s probe: reachable again (still isolated until its time is up)", ev.Broker)
-	case ev.Err != nil && !errors.Is(ev.Err, latency.ErrProbeInconclusive):
+	case ev.Err != nil && !errors.Is(ev.Err, probe.ErrInconclusive):
 		w.out.printf("%-5s probe failed: %v", ev.Broker, ev.Err)
 	}
 }
@@ -151,7 +152,7 @@ func (w *watcher) OnAttempt(ev producer.AttemptEvent) {
 		return
 	}
 	b.attempts.Add(1)
-	if ev.Outcome.Class == producer.ClassAnswered {
+	if ev.Outcome.Class == latency.ClassAnswered {
 		b.answered.Add(1)
 	} else {
 		b.failed.Add(1)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -47,7 +48,7 @@ func (t *lineTransport) Send(ctx context.Context, a producer.Attempt) (producer.
 	}
 	c, err := t.get(ctx, broker, addr)
 	if err != nil {
-		return producer.Result{}, &producer.TransportError{Broker: broker, Addr: addr, Kind: producer.TransportNotSent, Err: err}
+		return producer.Result{}, &producer.TransportError{Broker: broker, Addr: addr, Class: latency.ClassTransportNotSent, Err: err}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
@@ -82,9 +83,9 @@ func (t *lineTransport) failed(ctx context.Context, broker, addr string, err err
 	case errors.Is(ctx.Err(), context.Canceled):
 		return context.Canceled
 	case ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded):
-		return &producer.TransportError{Broker: broker, Addr: addr, Kind: producer.TransportTimeout, Err: err}
+		return &producer.TransportError{Broker: broker, Addr: addr, Class: latency.ClassTransportTimeout, Err: err}
 	}
-	return &producer.TransportError{Broker: broker, Addr: addr, Kind: producer.TransportFailed, Err: err}
+	return &producer.TransportError{Broker: broker, Addr: addr, Class: latency.ClassTransportFailed, Err: err}
 }
 
 func (t *lineTransport) get(ctx context.Context, broker, addr string) (*lineConn, error) {

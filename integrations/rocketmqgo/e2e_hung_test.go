@@ -135,7 +135,7 @@ func itemAvailable(s *latency.Strategy, broker string) bool {
 // The detector is off here, so a timed-out broker is only isolated, not
 // marked unreachable, and is picked again once its isolation is over.
 func TestE2ELateStore(t *testing.T) {
-	cfg := latency.DefaultConfig()
+	cfg := e2eStrategy()
 	cfg.Detector = false
 	c := newCluster(t, []string{"broker-a", "broker-b"}, nil, rocketmqgo.WithStrategyConfig(cfg))
 	b := c.brokers["broker-b"]

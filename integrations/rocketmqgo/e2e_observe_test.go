@@ -15,6 +15,7 @@ import (
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
 	"github.com/mqfault/mqfault/pkg/config"
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -143,8 +144,8 @@ func TestE2EConfigLogsMetrics(t *testing.T) {
 	}
 	rec := &recorder{}
 	reg := prometheus.NewRegistry()
-	c := newCluster(t, []string{"broker-a", "broker-b"}, nil,
-		rocketmqgo.WithConfig(cfg), rocketmqgo.WithLogger(slog.New(rec)), rocketmqgo.WithMetrics(reg, "orders"))
+	c := newServers(t, []string{"broker-a", "broker-b"})
+	c.p = c.newProducer(nil, rocketmqgo.WithConfig(cfg), rocketmqgo.WithLogger(slog.New(rec)), rocketmqgo.WithMetrics(reg, "orders"))
 	b := c.brokers["broker-b"]
 	msgs := c.sendN(8)
 	if err := b.SetFault(remotingtest.Fault{Hung: true}); err != nil {
@@ -169,7 +170,7 @@ func TestE2EConfigLogsMetrics(t *testing.T) {
 	if n, _ := series(t, reg, "mqfault_isolations_total", orders(map[string]string{"broker": "broker-b", "reason": "failure"})); n != 1 {
 		t.Errorf(`mqfault_isolations_total{broker="broker-b",reason="failure",producer="orders"} = %v, want 1`, n)
 	}
-	answered := mqproducer.ClassAnswered.String()
+	answered := latency.ClassAnswered.String()
 	all, _ := series(t, reg, "mqfault_attempts_total", orders(map[string]string{"broker": "broker-b"}))
 	ok, _ := series(t, reg, "mqfault_attempts_total", orders(map[string]string{"broker": "broker-b", "outcome": answered}))
 	if int(all-ok) != len(failed) || len(failed) == 0 {

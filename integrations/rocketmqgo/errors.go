@@ -10,6 +10,7 @@ import (
 
 	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -46,14 +47,15 @@ const (
 //   - the client shut down (errors.ErrService, errors.ErrNotRunning): wraps
 //     producer.ErrInterrupted (cancelled: the broker is not at fault).
 //   - errors.ErrRequestTimeout or context.DeadlineExceeded: a
-//     *producer.TransportError of kind TransportTimeout, unless ctx was
+//     *producer.TransportError of class transport_timeout, unless ctx was
 //     cancelled (the client reports a cancelled ctx as a timeout too), then
 //     an error matching context.Canceled.
 //   - "CODE: n, DESC: remark", wrapped or not: a *producer.BrokerError.
 //   - "... route info not found" and "ProducerCtx Not Exist": a
 //     *producer.ClientError (nothing was sent).
-//   - a *net.OpError from dialing: TransportNotSent; any other error (a write
-//     on a broken connection, EPIPE, ECONNRESET, EOF, ...): TransportFailed.
+//   - a *net.OpError from dialing: a *producer.TransportError of class
+//     transport_not_sent; any other error (a write on a broken connection,
+//     EPIPE, ECONNRESET, EOF, ...): transport_failed.
 //
 // The client's error stays reachable with errors.Is/As through the typed
 // errors' Unwrap (a BrokerError keeps its code and remark instead).
@@ -69,7 +71,7 @@ func mapError(ctx context.Context, broker, addr string, err error) error {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("%w: %w", context.Canceled, err)
 		}
-		return &mqproducer.TransportError{Broker: broker, Addr: addr, Kind: mqproducer.TransportTimeout, Err: err}
+		return &mqproducer.TransportError{Broker: broker, Addr: addr, Class: latency.ClassTransportTimeout, Err: err}
 	}
 	if code, remark, ok := parseBrokerError(err.Error()); ok {
 		return &mqproducer.BrokerError{Broker: broker, Code: code, Remark: remark}
@@ -78,12 +80,12 @@ func mapError(ctx context.Context, broker, addr string, err error) error {
 	if strings.HasSuffix(msg, routeNotFound) || strings.Contains(msg, producerCtxMissing) {
 		return &mqproducer.ClientError{Broker: broker, Err: err}
 	}
-	kind := mqproducer.TransportFailed
+	class := latency.ClassTransportFailed
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
-		kind = mqproducer.TransportNotSent
+		class = latency.ClassTransportNotSent
 	}
-	return &mqproducer.TransportError{Broker: broker, Addr: addr, Kind: kind, Err: err}
+	return &mqproducer.TransportError{Broker: broker, Addr: addr, Class: class, Err: err}
 }
 
 // parseBrokerError reads the code and remark out of the client's broker error

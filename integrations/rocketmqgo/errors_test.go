@@ -13,6 +13,7 @@ import (
 	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 	pkgerrors "github.com/pkg/errors"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -25,46 +26,45 @@ func TestMapError(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	broken := &net.OpError{Op: "write", Net: "tcp", Err: &os.SyscallError{Syscall: "write", Err: syscall.EPIPE}}
 	tests := []struct {
-		name      string
-		ctx       context.Context
-		err       error
-		class     mqproducer.Class
-		transport mqproducer.TransportKind // ClassTransport
-		code      int                      // ClassBroker
-		remark    string                   // ClassBroker
-		is        error                    // the mapped error still matches it
+		name   string
+		ctx    context.Context
+		err    error
+		class  latency.Class
+		code   int    // ClassBroker
+		remark string // ClassBroker
+		is     error  // the mapped error still matches it
 	}{
 		{name: "request timeout", ctx: live, err: rmqerrors.ErrRequestTimeout,
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportTimeout, is: rmqerrors.ErrRequestTimeout},
+			class: latency.ClassTransportTimeout, is: rmqerrors.ErrRequestTimeout},
 		{name: "request timeout of a cancelled send", ctx: cancelled, err: rmqerrors.ErrRequestTimeout,
-			class: mqproducer.ClassCancelled, is: context.Canceled},
+			class: latency.ClassCancelled, is: context.Canceled},
 		{name: "ctx deadline", ctx: live, err: context.DeadlineExceeded,
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportTimeout, is: context.DeadlineExceeded},
-		{name: "ctx cancelled", ctx: cancelled, err: context.Canceled, class: mqproducer.ClassCancelled, is: context.Canceled},
+			class: latency.ClassTransportTimeout, is: context.DeadlineExceeded},
+		{name: "ctx cancelled", ctx: cancelled, err: context.Canceled, class: latency.ClassCancelled, is: context.Canceled},
 		{name: "client shut down (remoting)", ctx: live, err: rmqerrors.ErrService,
-			class: mqproducer.ClassCancelled, is: mqproducer.ErrInterrupted},
+			class: latency.ClassCancelled, is: mqproducer.ErrInterrupted},
 		{name: "producer not running", ctx: live, err: rmqerrors.ErrNotRunning,
-			class: mqproducer.ClassCancelled, is: rmqerrors.ErrNotRunning},
+			class: latency.ClassCancelled, is: rmqerrors.ErrNotRunning},
 		{name: "busy (flow control)", ctx: live, err: fmt.Errorf("CODE: %d, DESC: %s", 2, "[TIMEOUT_CLEAN_QUEUE]broker busy"),
-			class: mqproducer.ClassBusy, code: 2, remark: "[TIMEOUT_CLEAN_QUEUE]broker busy"},
+			class: latency.ClassBusy, code: 2, remark: "[TIMEOUT_CLEAN_QUEUE]broker busy"},
 		{name: "broker error with an empty remark", ctx: live, err: errors.New("CODE: 17, DESC: "),
-			class: mqproducer.ClassBroker, code: 17},
+			class: latency.ClassBroker, code: 17},
 		{name: "broker error wrapped by an interceptor", ctx: live, err: pkgerrors.Wrap(errors.New("CODE: 13, DESC: bad, really"), "trace"),
-			class: mqproducer.ClassBroker, code: 13, remark: "bad, really"},
+			class: latency.ClassBroker, code: 13, remark: "bad, really"},
 		{name: "no queue selected", ctx: live, err: errors.New("the topic=ns%TopicTest route info not found"),
-			class: mqproducer.ClassClient},
+			class: latency.ClassClient},
 		{name: "no broker address", ctx: live, err: errors.New("topic=TopicTest route info not found"),
-			class: mqproducer.ClassClient},
-		{name: "send context dropped", ctx: live, err: errors.New("ProducerCtx Not Exist"), class: mqproducer.ClassClient},
+			class: latency.ClassClient},
+		{name: "send context dropped", ctx: live, err: errors.New("ProducerCtx Not Exist"), class: latency.ClassClient},
 		{name: "connection refused", ctx: live, err: refused,
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportNotSent, is: syscall.ECONNREFUSED},
+			class: latency.ClassTransportNotSent, is: syscall.ECONNREFUSED},
 		{name: "broken pipe", ctx: live, err: broken,
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportFailed, is: syscall.EPIPE},
+			class: latency.ClassTransportFailed, is: syscall.EPIPE},
 		{name: "connection reset", ctx: live, err: syscall.ECONNRESET,
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportFailed, is: syscall.ECONNRESET},
-		{name: "EOF", ctx: live, err: io.EOF, class: mqproducer.ClassTransport, transport: mqproducer.TransportFailed, is: io.EOF},
+			class: latency.ClassTransportFailed, is: syscall.ECONNRESET},
+		{name: "EOF", ctx: live, err: io.EOF, class: latency.ClassTransportFailed, is: io.EOF},
 		{name: "code that is not a number", ctx: live, err: errors.New("CODE: x, DESC: y"),
-			class: mqproducer.ClassTransport, transport: mqproducer.TransportFailed},
+			class: latency.ClassTransportFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,15 +74,12 @@ func TestMapError(t *testing.T) {
 				t.Fatalf("Classify(mapError(%v)).Class = %v, want %v (mapped: %v)", tt.err, o.Class, tt.class, err)
 			}
 			switch tt.class {
-			case mqproducer.ClassTransport:
-				if o.Transport != tt.transport {
-					t.Errorf("Classify(mapError(%v)).Transport = %v, want %v", tt.err, o.Transport, tt.transport)
-				}
+			case latency.ClassTransportFailed, latency.ClassTransportTimeout, latency.ClassTransportNotSent:
 				var te *mqproducer.TransportError
 				if errors.As(err, &te) && (te.Broker != "broker-a" || te.Addr != "127.0.0.1:10911") {
 					t.Errorf("TransportError names %q at %q, want broker-a at 127.0.0.1:10911", te.Broker, te.Addr)
 				}
-			case mqproducer.ClassBroker, mqproducer.ClassBusy:
+			case latency.ClassBroker, latency.ClassBusy:
 				var be *mqproducer.BrokerError
 				if !errors.As(err, &be) {
 					t.Fatalf("mapError(%v) = %v, want a *BrokerError", tt.err, err)
@@ -90,7 +87,7 @@ func TestMapError(t *testing.T) {
 				if be.Code != tt.code || be.Remark != tt.remark || be.Broker != "broker-a" {
 					t.Errorf("BrokerError = %+v, want code %d remark %q broker broker-a", be, tt.code, tt.remark)
 				}
-			case mqproducer.ClassClient:
+			case latency.ClassClient:
 				var ce *mqproducer.ClientError
 				if !errors.As(err, &ce) || !errors.Is(err, tt.err) {
 					t.Errorf("mapError(%v) = %v, want a *ClientError wrapping it", tt.err, err)

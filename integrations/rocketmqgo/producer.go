@@ -402,7 +402,7 @@ func (p *Producer) sendDirect(ctx context.Context, msg *primitive.Message, mode 
 	} else {
 		err = &mqproducer.TransportError{Broker: broker, Err: errNoAnswer}
 	}
-	stop := mqproducer.Classify(mqproducer.Result{}, err).Class.FailedStop()
+	stop := mqproducer.Classify(mqproducer.Result{}, err).FailedStop()
 	var brokers []string
 	if broker != "" {
 		brokers = []string{broker}

@@ -230,13 +230,13 @@ func TestQueueNotInClientRoute(t *testing.T) {
 	if len(evs) != 2 {
 		t.Fatalf("attempts = %d, want 2", len(evs))
 	}
-	if evs[0].Queue.BrokerName != "broker-c" || evs[0].Outcome.Class != mqproducer.ClassClient || !errors.Is(evs[0].Outcome.Err, ErrQueueNotInRoute) {
+	if evs[0].Queue.BrokerName != "broker-c" || evs[0].Outcome.Class != latency.ClassClient || !errors.Is(evs[0].Outcome.Err, ErrQueueNotInRoute) {
 		t.Errorf("first attempt = %+v, want a client error ErrQueueNotInRoute on broker-c", evs[0])
 	}
 	if evs[0].Update.Isolation {
 		t.Errorf("first attempt's update = %+v, want no isolation (nothing was sent)", evs[0].Update)
 	}
-	if evs[1].Queue.BrokerName == "broker-c" || evs[1].Outcome.Class != mqproducer.ClassAnswered {
+	if evs[1].Queue.BrokerName == "broker-c" || evs[1].Outcome.Class != latency.ClassAnswered {
 		t.Errorf("second attempt = %+v, want an answer from another broker", evs[1])
 	}
 	if err := p.sender.Load().RefreshRoutes(context.Background()); err != nil {

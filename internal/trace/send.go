@@ -59,7 +59,7 @@ func (o outcome) answer(broker string) (producer.Result, error) {
 	case "client":
 		return producer.Result{}, &producer.ClientError{Broker: broker, Err: errors.New("client error")}
 	case "remoting":
-		return producer.Result{}, &producer.TransportError{Broker: broker, Kind: producer.TransportTimeout, Err: errors.New("remoting error")}
+		return producer.Result{}, &producer.TransportError{Broker: broker, Class: latency.ClassTransportTimeout, Err: errors.New("remoting error")}
 	case "broker":
 		return producer.Result{}, &producer.BrokerError{Broker: broker, Code: o.code}
 	case "interrupted":

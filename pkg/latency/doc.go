@@ -49,9 +49,14 @@
 //     hooks), then each policy's file: isolationcap.go, backoff.go,
 //     recovery.go, capacity.go (the capacity model);
 //     POLICIES.md says why each is there and what it measured;
-//   - detector.go and detect.go (the detector and the probe contract; the
-//     detectortest package checks a ServiceDetector against it);
-//   - clock.go and clockctx.go (the clocks, and contexts on them),
-//     observer.go (what a strategy reports), stagecount.go (picks counted by
-//     stage), errors.go (configuration errors).
+//   - detector.go (the detector: rounds of probes of isolated brokers; the
+//     probe contract it calls, ServiceDetector, is package probe's, and
+//     probetest checks a ServiceDetector against it);
+//   - observer.go (what a strategy reports), stagecount.go (picks counted by
+//     stage), errors.go (configuration errors), leaves.go (latency's older
+//     names of package clock's and package probe's types).
+//
+// The clocks (Clock, the manual clock, contexts on a clock) are package
+// clock's, the probe contract package probe's: leaf packages that plugins
+// and detectors import without the strategy.
 package latency

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // ErrInvalidConfig is what every configuration error matches with errors.Is.
@@ -26,10 +27,8 @@ func invalid(field string, value any, reason string) *ConfigError {
 	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
 
-// ErrProbeInconclusive is what a ServiceDetector returns (or wraps) when a
-// probe yields no information, for instance because the detector itself is
-// unavailable: nothing about the broker changes.
-var ErrProbeInconclusive = errors.New("latency: probe inconclusive")
+// ErrProbeInconclusive is probe.ErrInconclusive.
+var ErrProbeInconclusive = probe.ErrInconclusive
 
 // ErrNoDetector is returned by Strategy.DetectRound when the strategy has no
 // detector (no Resolver was given, or the fault table is not the built-in one).

@@ -64,13 +64,6 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// leastBad is what a mocked FaultTolerance.PickLeastBad answers.
-type leastBad struct {
-	broker  string
-	ok      bool
-	removed bool // the strategy then removes it (no writable queue data)
-}
-
 type selectCase struct {
 	name        string
 	mode        latency.Mode
@@ -82,7 +75,13 @@ type selectCase struct {
 	reset       bool
 	resetTo     int32
 	index       int32
-	leastBad    *leastBad // v4 cases that reach the least-bad pick (mock only)
+	// latency is the latency of a broker's item: an isolated broker's
+	// (one of unavailable), or an available broker's item written for v4's
+	// least-bad pick to find (one nothing else names).
+	latency map[string]time.Duration
+	// gone is a broker v4's least-bad pick names and the strategy then
+	// removes from the table (no writable queue data, or off the route).
+	gone string
 
 	want      string
 	wantStage latency.Stage
@@ -171,32 +170,29 @@ var selectCases = []selectCase{
 	{name: "v4/on/scan wraps near MaxInt32", mode: latency.ModeV4, faultOn: true, unavailable: set("b"), index: math.MaxInt32 - 1,
 		want: "a:0", wantStage: latency.StageAvailable, wantIndex: math.MaxInt32},
 	{name: "v4/on/scan across the wrap never sees c", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b"), index: math.MaxInt32 - 1,
-		leastBad: &leastBad{broker: "b", ok: true},
-		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: math.MinInt32 + 1},
+		latency: map[string]time.Duration{"a": 100 * time.Millisecond}, // items b, a: the better half is b
+		want:    "b:0", wantStage: latency.StageLeastBad, wantIndex: math.MinInt32 + 1},
 	{name: "v4/on/least bad with writable queue data", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
-		leastBad: &leastBad{broker: "b", ok: true},
-		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: 3},
+		latency: map[string]time.Duration{"a": 100 * time.Millisecond, "c": 100 * time.Millisecond}, // b, a, c
+		want:    "b:0", wantStage: latency.StageLeastBad, wantIndex: 3},
 	// d has writable queue data but no master: the reference still sends
 	// there, to queue next() % writeQueueNums.
 	{name: "v4/on/least bad off the route list", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
-		leastBad: &leastBad{broker: "d", ok: true},
-		want:     "d:3", wantStage: latency.StageLeastBad, wantIndex: 3},
+		latency: map[string]time.Duration{"d": 0}, // d available: first of d, a, b, c
+		want:    "d:3", wantStage: latency.StageLeastBad, wantIndex: 3},
 	{name: "v4/on/least bad without writable queue data is removed", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
-		leastBad: &leastBad{broker: "e", ok: true, removed: true},
-		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
+		latency: map[string]time.Duration{"e": 0}, gone: "e",
+		want: "c:0", wantStage: latency.StageAny, wantIndex: 2},
 	{name: "v4/on/least bad unknown to the route is removed", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
-		leastBad: &leastBad{broker: "gone", ok: true, removed: true},
-		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
-	{name: "v4/on/no least bad", mode: latency.ModeV4, faultOn: true, unavailable: set("a", "b", "c"),
-		leastBad: &leastBad{},
-		want:     "c:0", wantStage: latency.StageAny, wantIndex: 2},
+		latency: map[string]time.Duration{"gone": 0}, gone: "gone",
+		want: "c:0", wantStage: latency.StageAny, wantIndex: 2},
 	{name: "v4/on/filter/scan", mode: latency.ModeV4, faultOn: true, filter: set("a"), unavailable: set("c"),
 		want: "a:0", wantStage: latency.StageAvailable, wantIndex: 1},
 	{name: "v4/on/filter/filter only", mode: latency.ModeV4, faultOn: true, filter: set("c"), unavailable: set("c"),
 		want: "c:0", wantStage: latency.StageFiltered, wantIndex: 2},
 	{name: "v4/on/filter/least bad", mode: latency.ModeV4, faultOn: true, filter: set(), unavailable: set("a"),
-		leastBad: &leastBad{broker: "b", ok: true},
-		want:     "b:0", wantStage: latency.StageLeastBad, wantIndex: 6},
+		latency: map[string]time.Duration{"b": 0}, // b available: first of b, a
+		want:    "b:0", wantStage: latency.StageLeastBad, wantIndex: 6},
 
 	// v4, fault tolerance off: the publish info's "avoid the last broker"
 	// pick.
@@ -233,8 +229,16 @@ func newSelectStrategy(t *testing.T, ctrl *gomock.Controller, tt selectCase) (*l
 	}
 	t.Cleanup(func() { s.Close() })
 	for b := range tt.unavailable {
-		s.Table().Update(b, 0, time.Hour, !tt.unreachable[b])
+		s.Table().Update(b, tt.latency[b], time.Hour, !tt.unreachable[b])
 	}
+	for b, l := range tt.latency {
+		if !tt.unavailable[b] {
+			s.Table().Update(b, l, 0, true)
+		}
+	}
+	// v4's least-bad pick takes item (worst+1) % half of the better half:
+	// from 1, the best item wherever the half holds one or two.
+	s.Table().WorstIndex().Store(1)
 	for b := range tt.unreachable {
 		if !tt.unavailable[b] {
 			s.Table().Update(b, 0, 0, false)
@@ -298,21 +302,25 @@ func checkPick(t *testing.T, tt selectCase, info *route.PublishInfo, pick latenc
 	}
 }
 
-// TestSelectFaultTable drives the same cases through the built-in fault
-// table on a manual clock (the least-bad ones have their own test).
+// TestSelectFaultTable drives the cases through the built-in fault table on
+// a manual clock, the least-bad ones with the items their latencies make.
 func TestSelectFaultTable(t *testing.T) {
 	for _, tt := range selectCases {
-		if tt.leastBad != nil {
-			continue
-		}
 		t.Run(tt.name, func(t *testing.T) {
 			ctrl := gomock.NewController(t)
 			s, info := newSelectStrategy(t, ctrl, tt)
 			pick, ok := s.Select(info, latency.PickInfo{LastBroker: tt.last, ResetIndex: tt.reset})
 			checkPick(t, tt, info, pick, ok)
+			if tt.gone != "" {
+				if _, ok := s.Table().Item(tt.gone); ok {
+					t.Errorf("%s still has an item after the least-bad pick named it, want it removed", tt.gone)
+				}
+				return // the table changed: a second pick is another case
+			}
 			// The same pick again from the same index, now that the
 			// strategy's binding of the route exists, answers the same.
 			info.Index().Store(tt.index)
+			s.Table().WorstIndex().Store(1)
 			if tt.reset && tt.faultOn && tt.mode == latency.ModeV5 {
 				return // the mocked random source allows one reset
 			}

@@ -147,7 +147,7 @@ func (l *Logger) OnProbe(ev latency.ProbeEvent) {
 // OnAttempt logs an attempt that did not get an answer (Info), at most once
 // per interval per broker. Answered attempts are not logged.
 func (l *Logger) OnAttempt(ev producer.AttemptEvent) {
-	if ev.Outcome.Class == producer.ClassAnswered {
+	if ev.Outcome.Class == latency.ClassAnswered {
 		return
 	}
 	ok, n := l.admit(slog.LevelInfo, kindAttempt, ev.Queue.BrokerName)

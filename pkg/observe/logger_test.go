@@ -148,12 +148,16 @@ func TestLoggerEvents(t *testing.T) {
 			l.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("plugin gone: %w", latency.ErrProbeInconclusive)})
 		}, slog.LevelDebug, "mqfault: probe inconclusive", "broker", "a"},
 		{"attempt answered", func(l *Logger) {
-			l.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: producer.ClassAnswered}})
+			l.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 		}, 0, "", "", ""},
 		{"attempt failed", func(l *Logger) {
 			l.OnAttempt(producer.AttemptEvent{Topic: "T", Queue: q, Retry: true,
-				Outcome: producer.Outcome{Class: producer.ClassTransport, Err: unreachable}})
-		}, slog.LevelInfo, "mqfault: send attempt failed", "outcome", "transport"},
+				Outcome: producer.Outcome{Class: latency.ClassTransportFailed, Err: unreachable}})
+		}, slog.LevelInfo, "mqfault: send attempt failed", "outcome", "transport_failed"},
+		{"attempt failed, broker error without a broker", func(l *Logger) {
+			l.OnAttempt(producer.AttemptEvent{Topic: "T", Queue: q,
+				Outcome: producer.Classify(producer.Result{}, &producer.BrokerError{Code: 2, Remark: "[OVERLOAD]"})})
+		}, slog.LevelInfo, "mqfault: send attempt failed", "broker", q.BrokerName},
 		{"send ok", func(l *Logger) { l.OnSend(producer.SendEvent{Topic: "T", Stop: producer.StopAnswered}) }, 0, "", "", ""},
 		{"send failed", func(l *Logger) {
 			l.OnSend(producer.SendEvent{Topic: "T", Stop: producer.StopFailed, Err: unreachable})

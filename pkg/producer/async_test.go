@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/mock/gomock"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -46,12 +47,12 @@ func await(t *testing.T, ch <-chan ending) ending {
 //  1. the attempts in order (a retry avoids the failed broker and does not
 //     reset the index: B, then C, then A);
 //  2. the response updates of the reference's MQClientAPIImpl (an answer
-//     with a broker error is not retried; TransportNotSent marks the broker
-//     unreachable; Overloaded is not retried);
+//     with a broker error is not retried; transport_not_sent marks the
+//     broker unreachable; throttled is not retried);
 //  3. exactly one callback, with the answer or the error.
 func TestSendAsyncExits(t *testing.T) {
-	notSent := &producer.TransportError{Kind: producer.TransportNotSent, Err: errors.New("connection refused")}
-	overloaded := &producer.TransportError{Kind: producer.TransportOverloaded, Err: errors.New("too many requests")}
+	notSent := &producer.TransportError{Class: latency.ClassTransportNotSent, Err: errors.New("connection refused")}
+	overloaded := &producer.TransportError{Class: latency.ClassThrottled, Err: errors.New("too many requests")}
 	u := func(b string, lat int64, iso, reach bool) producer.FaultUpdate {
 		return producer.FaultUpdate{Broker: b, Latency: ms(lat), Isolation: iso, Reachable: reach}
 	}

@@ -18,8 +18,10 @@
 //     Strategy: pick, attempt, report, decide. Producer drives it with a
 //     blocking Transport; the simulator and the trace runner drive the same
 //     Drive in virtual time.
-//   - Classify turns a Transport's answer into an Outcome (Outcome.Report
-//     is what a pick's Done takes); SendError,
+//   - Classify turns a Transport's answer into an Outcome carrying one
+//     latency.Class, the vocabulary the send loop's rules, the fault table,
+//     the metrics and the logs share (Outcome.Report is what a pick's Done
+//     takes); SendError,
 //     RouteError, ClientError, TransportError and BrokerError are the errors,
 //     for errors.Is and errors.As.
 //   - Observer is the hook for metrics.

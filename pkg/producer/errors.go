@@ -30,7 +30,7 @@ var ErrClosed = errors.New("producer: closed")
 
 // ErrInterrupted is the cancellation a Transport may return (or wrap) when an
 // attempt was interrupted (the reference's InterruptedException). A Transport
-// may return context.Canceled instead; both classify as ClassCancelled.
+// may return context.Canceled instead; both classify as latency.ClassCancelled.
 var ErrInterrupted = errors.New("producer: send interrupted")
 
 // ErrAsyncLimit is matched by a *LimitError: an async send found the bound on
@@ -67,10 +67,16 @@ type RouteError struct {
 
 func (e *RouteError) Error() string {
 	s := "producer: no route for topic " + strconv.Quote(e.Topic)
-	if e.Err != nil && e.Err != ErrNoRoute {
-		s += ": " + e.Err.Error()
+	if e.Err == nil || e.Err == ErrNoRoute {
+		return s
 	}
-	return s
+	// A cause that is ErrNoRoute with a reason ("producer: no route: ...")
+	// adds only its reason: the sentence says "no route" once.
+	cause := e.Err.Error()
+	if rest, ok := strings.CutPrefix(cause, ErrNoRoute.Error()+": "); ok && errors.Is(e.Err, ErrNoRoute) {
+		cause = rest
+	}
+	return s + ": " + cause
 }
 
 // Unwrap returns the cause.
@@ -98,36 +104,11 @@ func (e *ClientError) Error() string {
 // Unwrap returns the cause.
 func (e *ClientError) Unwrap() error { return e.Err }
 
-// TransportKind refines a TransportError.
-type TransportKind uint8
-
-const (
-	// TransportFailed: the request may have reached the broker but no answer
-	// came back (the connection broke, a write failed midway, an unknown
-	// failure).
-	TransportFailed TransportKind = iota
-	// TransportTimeout: no answer before the attempt's deadline.
-	TransportTimeout
-	// TransportNotSent: the request could not be handed to the network (no
-	// connection could be made). Sync sends treat it as any transport error;
-	// the async path makes the reference's dispatch-failure update
-	// (isolation true, reachable false).
-	TransportNotSent
-	// TransportOverloaded: local flow control refused the request (the
-	// reference's RemotingTooMuchRequestException). The v5 async path does
-	// not retry it.
-	TransportOverloaded
-)
-
-var transportKindNames = []string{"failed", "timeout", "not sent", "overloaded"}
-
-// String returns failed, timeout, not sent or overloaded.
-func (k TransportKind) String() string { return enumName(transportKindNames, int(k), "transport") }
-
 // TransportError is what a Transport returns when the network failed the
 // attempt: a timeout, a broken or refused connection (the reference's
 // RemotingException). A Transport may also return context.DeadlineExceeded
-// when the attempt's ctx expired; it classifies as a TransportTimeout.
+// when the attempt's ctx expired; it classifies as
+// latency.ClassTransportTimeout.
 //
 // Sync and oneway sends (v5): fault update (isolation true, reachable false
 // when the detector is on, else true), then the next attempt. v4: isolation
@@ -135,8 +116,16 @@ func (k TransportKind) String() string { return enumName(transportKindNames, int
 type TransportError struct {
 	Broker string
 	Addr   string
-	Kind   TransportKind
-	Err    error
+	// Class is what the network did: latency.ClassTransportTimeout (no
+	// answer before the deadline), latency.ClassTransportNotSent (the
+	// request could not be handed to the network: no connection could be
+	// made), latency.ClassThrottled (local flow control refused the
+	// request, the reference's RemotingTooMuchRequestException) or
+	// latency.ClassTransportFailed (the request may have left but no answer
+	// came back). Any other value, the zero value included, classifies as
+	// latency.ClassTransportFailed.
+	Class latency.Class
+	Err   error
 }
 
 func (e *TransportError) Error() string {
@@ -144,7 +133,16 @@ func (e *TransportError) Error() string {
 	if e.Addr != "" {
 		s += " (" + e.Addr + ")"
 	}
-	return s + ": " + e.Kind.String() + ": " + errString(e.Err)
+	return s + ": " + e.class().String() + ": " + errString(e.Err)
+}
+
+// class is the class Classify gives e.
+func (e *TransportError) class() latency.Class {
+	switch e.Class {
+	case latency.ClassTransportTimeout, latency.ClassTransportNotSent, latency.ClassThrottled:
+		return e.Class
+	}
+	return latency.ClassTransportFailed
 }
 
 // Unwrap returns the cause.
@@ -157,7 +155,10 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Sync sends (v5): fault update (isolation true, reachable false); the next
 // attempt only if Code is a retry code (Config.RetryCodes), else the send
 // ends with the last answered result if there is one, or this error. v4:
-// isolation true. Async: no retry (see Loop.Finish).
+// isolation true. Async: no retry (see Loop.Finish). A Transport that does
+// not know the broker's name may leave Broker empty: the error then reads
+// "the broker", and the producer's logs and SendError name the attempt's
+// broker.
 type BrokerError struct {
 	Broker string
 	Code   int
@@ -165,7 +166,10 @@ type BrokerError struct {
 }
 
 func (e *BrokerError) Error() string {
-	s := "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
+	s := "producer: the broker answered code " + strconv.Itoa(e.Code)
+	if e.Broker != "" {
+		s = "producer: broker " + e.Broker + " answered code " + strconv.Itoa(e.Code)
+	}
 	if e.Remark != "" {
 		s += ": " + e.Remark
 	}
@@ -269,59 +273,6 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Class is what an attempt met, as the send loop's rules see it.
-type Class uint8
-
-const (
-	// ClassAnswered: the broker answered with a send status (Transport.Send
-	// returned a nil error).
-	ClassAnswered Class = iota
-	// ClassClient: a client error before the request (*ClientError).
-	ClassClient
-	// ClassTransport: a transport error or timeout (*TransportError,
-	// context.DeadlineExceeded, or any error the other classes do not claim).
-	ClassTransport
-	// ClassBroker: the broker answered with an error code (*BrokerError).
-	ClassBroker
-	// ClassCancelled: the attempt was cancelled (context.Canceled,
-	// ErrInterrupted, or the send's ctx was done when the attempt ended).
-	ClassCancelled
-	// ClassBusy: the broker refused the request under flow control (a
-	// *BrokerError whose code latency.IsBusy: SYSTEM_BUSY, a proxy's
-	// TOO_MANY_REQUESTS). The reference modes treat it as ClassBroker.
-	ClassBusy
-	numClasses
-)
-
-var classNames = [numClasses]string{"answered", "client", "transport", "broker", "cancelled", "busy"}
-
-// String returns answered, client, transport, broker, cancelled or busy.
-func (c Class) String() string { return enumName(classNames[:], int(c), "class") }
-
-// FailedStop is how a send ends when its one attempt met c and is not retried
-// (an ordered send, or a direct send of an adapter): StopBrokerError for a
-// broker code (busy included), StopCancelled for a cancellation, StopFailed
-// otherwise. It is meaningless for ClassAnswered.
-func (c Class) FailedStop() Stop {
-	switch c {
-	case ClassBroker, ClassBusy:
-		return StopBrokerError
-	case ClassCancelled:
-		return StopCancelled
-	}
-	return StopFailed
-}
-
-// Classes lists every class, in order of value (for metrics that keep a
-// series per class).
-func Classes() []Class {
-	out := make([]Class, numClasses)
-	for i := range out {
-		out[i] = Class(i)
-	}
-	return out
-}
-
 // enumName returns names[v], or "kind(v)" for a value without a name.
 func enumName(names []string, v int, kind string) string {
 	if v >= 0 && v < len(names) {
@@ -334,88 +285,67 @@ func enumName(names []string, v int, kind string) string {
 // input of Loop.Finish. Drivers build it with Classify (from what
 // Transport.Send returned) or directly (the simulator).
 type Outcome struct {
-	Class Class
-	// Result is the answer (ClassAnswered).
+	// Class is what the attempt met, in latency's vocabulary: the class the
+	// send loop's rules, the fault table's update rules, the metrics and
+	// the logs read.
+	Class latency.Class
+	// Result is the answer (latency.ClassAnswered).
 	Result Result
 	// Code and Remark are the broker's response code and remark
-	// (ClassBroker, ClassBusy).
+	// (latency.ClassBroker, latency.ClassBusy).
 	Code   int
 	Remark string
-	// Transport refines ClassTransport.
-	Transport TransportKind
-	// Err is the attempt's error (nil for ClassAnswered).
+	// Err is the attempt's error (nil for latency.ClassAnswered).
 	Err error
 	// Elapsed is how long the attempt took: the latency of its fault update.
 	Elapsed time.Duration
 }
 
 // Classify turns what Transport.Send returned into an Outcome (Elapsed left
-// 0). In order: a nil error is ClassAnswered; a *BrokerError is ClassBusy
-// when its code is flow control (latency.IsBusy), else ClassBroker;
-// a *ClientError ClassClient; a *TransportError ClassTransport with its kind;
-// context.Canceled or ErrInterrupted ClassCancelled;
-// context.DeadlineExceeded a TransportTimeout; any other error a
-// TransportFailed (the broker is presumed at fault). The typed errors are
-// found with errors.As, so a Transport may wrap them.
+// 0); it is the one mapping from errors to classes. In order: a nil error is
+// latency.ClassAnswered; a *BrokerError is latency.BrokerClass of its code
+// (busy for flow control, else broker); a *ClientError latency.ClassClient;
+// a *TransportError its Class (see there); context.Canceled or
+// ErrInterrupted latency.ClassCancelled; context.DeadlineExceeded
+// latency.ClassTransportTimeout; any other error
+// latency.ClassTransportFailed (the broker is presumed at fault). The typed
+// errors are found with errors.As, so a Transport may wrap them.
 func Classify(res Result, err error) Outcome {
 	if err == nil {
-		return Outcome{Class: ClassAnswered, Result: res}
+		return Outcome{Class: latency.ClassAnswered, Result: res}
 	}
-	o := Outcome{Err: err, Class: ClassTransport}
+	o := Outcome{Err: err, Class: latency.ClassTransportFailed}
 	var be *BrokerError
 	var ce *ClientError
 	var te *TransportError
 	switch {
 	case errors.As(err, &be):
-		o.Class, o.Code, o.Remark = ClassBroker, be.Code, be.Remark
-		if latency.IsBusy(be.Code) {
-			o.Class = ClassBusy
-		}
+		o.Class, o.Code, o.Remark = latency.BrokerClass(be.Code), be.Code, be.Remark
 	case errors.As(err, &ce):
-		o.Class = ClassClient
+		o.Class = latency.ClassClient
 	case errors.As(err, &te):
-		o.Transport = te.Kind
+		o.Class = te.class()
 	case errors.Is(err, context.Canceled) || errors.Is(err, ErrInterrupted):
-		o.Class = ClassCancelled
+		o.Class = latency.ClassCancelled
 	case errors.Is(err, context.DeadlineExceeded):
-		o.Transport = TransportTimeout
+		o.Class = latency.ClassTransportTimeout
 	}
 	return o
 }
 
+// FailedStop is how a send ends when its one attempt met o and is not
+// retried (an ordered send, or a direct send of an adapter):
+// StopBrokerError for a broker's error code (busy included), StopCancelled
+// for a cancellation, StopFailed for every other failure, StopAnswered for
+// an answer. It is the class's row in the send loop's rules (moderules.go),
+// the same in every mode.
+func (o Outcome) FailedStop() Stop { return classes5.class(o.Class).stop }
+
 // Report is o as latency's update rules read it (the value a pick's Done
-// takes), met on path: the class with the transport kind folded in, the
-// elapsed time as the latency, the code, remark and error.
+// takes), met on path: the class, the elapsed time as the latency, the
+// code, remark and error.
 func (o Outcome) Report(path latency.Path) latency.Outcome { return o.report(path) }
 
 func (o *Outcome) report(path latency.Path) latency.Outcome {
-	return latency.Outcome{Class: o.LatencyClass(), Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
-}
-
-// LatencyClass returns the outcome's class in latency's vocabulary, the one
-// the strategy, the simulator and the metrics use: ClassTransport refined by
-// Transport into a timeout, a request not sent, the client's own throttling
-// or a failed transport.
-func (o *Outcome) LatencyClass() latency.Class {
-	switch o.Class {
-	case ClassAnswered:
-		return latency.ClassAnswered
-	case ClassClient:
-		return latency.ClassClient
-	case ClassBroker:
-		return latency.ClassBroker
-	case ClassBusy:
-		return latency.ClassBusy
-	case ClassCancelled:
-		return latency.ClassCancelled
-	}
-	switch o.Transport {
-	case TransportTimeout:
-		return latency.ClassTransportTimeout
-	case TransportNotSent:
-		return latency.ClassTransportNotSent
-	case TransportOverloaded:
-		return latency.ClassThrottled
-	}
-	return latency.ClassTransportFailed
+	return latency.Outcome{Class: o.Class, Path: path, Latency: o.Elapsed, Code: o.Code, Remark: o.Remark, Err: o.Err}
 }

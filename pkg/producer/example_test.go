@@ -30,7 +30,7 @@ func ExampleProducer_SendSync() {
 	transport := producer.TransportFunc(func(ctx context.Context, a producer.Attempt) (producer.Result, error) {
 		clock.Advance(20 * time.Millisecond)
 		if a.Queue.BrokerName == "b" {
-			return producer.Result{}, &producer.TransportError{Broker: "b", Kind: producer.TransportNotSent, Err: errors.New("connection refused")}
+			return producer.Result{}, &producer.TransportError{Broker: "b", Class: latency.ClassTransportNotSent, Err: errors.New("connection refused")}
 		}
 		return producer.Result{MsgID: "id-1"}, nil
 	})
@@ -68,8 +68,8 @@ func ExampleLoop() {
 	l := producer.NewLoop(policy, producer.KindSync, "orders", start)
 	now := start
 	outcomes := []producer.Outcome{
-		{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: context.DeadlineExceeded, Elapsed: 500 * time.Millisecond},
-		{Class: producer.ClassAnswered, Elapsed: 30 * time.Millisecond},
+		{Class: latency.ClassTransportTimeout, Err: context.DeadlineExceeded, Elapsed: 500 * time.Millisecond},
+		{Class: latency.ClassAnswered, Elapsed: 30 * time.Millisecond},
 	}
 	brokers := []string{"a", "b"} // what the strategy would pick
 	for i := 0; ; i++ {
@@ -178,10 +178,10 @@ func ExampleDrive() {
 	// run is the attempt: broker b hangs until the attempt's timeout.
 	run := func(plan producer.Plan) producer.Outcome {
 		if plan.Queue.BrokerName == "b" {
-			return producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout,
+			return producer.Outcome{Class: latency.ClassTransportTimeout,
 				Err: context.DeadlineExceeded, Elapsed: plan.Timeout}
 		}
-		return producer.Outcome{Class: producer.ClassAnswered, Elapsed: 30 * time.Millisecond}
+		return producer.Outcome{Class: latency.ClassAnswered, Elapsed: 30 * time.Millisecond}
 	}
 	now := clock.Now()
 	d := producer.NewDrive(strat, info, policy, producer.KindSync, now)

@@ -152,22 +152,22 @@ const (
 // and (v5) resetting the index. Start records the picked broker, then stops
 // the send if more than Timeout has passed since it began (StopCallTimeout,
 // or StopAnswered when an earlier attempt was answered). Finish reports every
-// outcome on latency.PathSend (v5: answered, client error and cancelled
-// (false, true); a broker error or busy answer (true, false); a transport
-// error (true, !detectorOn); v4 isolates all but answered and cancelled),
-// and decides:
+// outcome on latency.PathSend (v5: answered, client and cancelled (false,
+// true); broker and busy (true, false); transport_* and throttled (true,
+// !detectorOn); v4 isolates all but answered and cancelled), and decides by
+// the outcome's latency.Class (each mode's row in moderules.go):
 //
-//	outcome            then
-//	answered           sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
-//	                   else the send ends
-//	client error       retry
-//	transport error    retry
-//	broker error, busy retry if a retry code, else end with the last answer or the error (StopBrokerError)
-//	cancelled          end with the error (StopCancelled)
+//	class                  then
+//	answered               sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
+//	                       else the send ends
+//	client                 retry
+//	transport_*, throttled retry
+//	broker, busy           retry if a retry code, else end with the last answer or the error (StopBrokerError)
+//	cancelled              end with the error (StopCancelled)
 //
 // After the last attempt the send returns the last answered result if there
 // is one, else fails (StopFailed) wrapping the last error. A busy answer
-// (ClassBusy: SYSTEM_BUSY, a proxy's TOO_MANY_REQUESTS) is a broker error to
+// (latency.ClassBusy: SYSTEM_BUSY, a proxy's TOO_MANY_REQUESTS) is a broker error to
 // the reference modes, retried when its code is a retry code (2 is in 5.x's
 // set, not in 4.x's).
 //
@@ -181,15 +181,15 @@ const (
 // PathSend: the update (false, true) with the dispatch latency). Finish then
 // reports the answer or failure on latency.PathAsyncAnswer and decides:
 //
-//	outcome (after dispatch)           v5 update       v4     then
+//	class (after dispatch)             v5 update       v4     then
 //	answered (any status)              false, true     false  end: success callback
-//	broker error, busy                 true, true      true   end, no retry (StopBrokerError)
-//	transport error                    true, true      true   retry
-//	transport error, TransportNotSent  true, false     true   retry (the reference's "could not send" path)
-//	transport error, Overloaded        true, true      true   v5: end, no retry; v4: retry
+//	broker, busy                       true, true      true   end, no retry (StopBrokerError)
+//	transport_failed, _timeout         true, true      true   retry
+//	transport_not_sent                 true, false     true   retry (the reference's "could not send" path)
+//	throttled                          true, true      true   v5: end, no retry (StopFailed); v4: retry
 //	cancelled                          false, true     false  end (StopCancelled)
 //
-// A failure reported before Dispatched, and a ClientError at any time (the
+// A failure reported before Dispatched, and a client class at any time (the
 // request never left), is a failure before dispatch: on the first attempt it
 // is reported on PathSend, as a sync attempt's, and ends the send (the
 // reference's sendDefaultImpl makes one attempt for async, so retry codes
@@ -208,8 +208,8 @@ const (
 // dispatch update for a request that never left; Producer's extra update is
 // overwritten by the failure's own at once, so the fault table ends the same.
 //
-// A simulator ends an attempt at Plan.Deadline with a TransportTimeout
-// outcome (Elapsed = Plan.Timeout) when its broker has not answered by then.
+// A simulator ends an attempt at Plan.Deadline with a
+// latency.ClassTransportTimeout outcome (Elapsed = Plan.Timeout) when its broker has not answered by then.
 //
 // DESIGN.md's summary says a failed answer of an async send is retried; the
 // reference (5.3.3 and 4.9.8 MQClientAPIImpl.sendMessageAsync) does not retry
@@ -371,7 +371,7 @@ func (l *Loop) record(broker string) {
 // Dispatched reports that an async attempt's request was handed over, elapsed
 // after the attempt started. For the first attempt it returns the outcome
 // to report through the pick for the reference's dispatch update
-// (ClassAnswered on PathSend, with that latency), ok=true; otherwise (a
+// (latency.ClassAnswered on PathSend, with that latency), ok=true; otherwise (a
 // retry, a sync or oneway send, a second call) nothing. A driver over a
 // blocking Transport calls it when it hands the attempt over, before the
 // outcome is known.
@@ -399,7 +399,7 @@ func (l *Loop) finish(o *Outcome) Decision {
 	}
 	l.phase = phaseNext
 	l.see(l.begun.Add(o.Elapsed))
-	if o.Class != ClassAnswered {
+	if o.Class != latency.ClassAnswered {
 		l.lastErr = o.Err
 		if l.lastErr == nil {
 			l.lastErr = errNoDetail(*o)
@@ -423,17 +423,16 @@ func (l *Loop) answer(res *Result) {
 // finishDefault is sendDefaultImpl's handling of one attempt.
 func (l *Loop) finishDefault(o *Outcome) Decision {
 	d := Decision{Report: o.report(latency.PathSend)}
-	switch o.Class {
-	case ClassAnswered:
+	r := l.p.rules.classes.class(o.Class)
+	switch r.sync {
+	case nextAnswer:
 		l.answer(&o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
 		}
 		l.finishAnswered()
-	case ClassClient:
-		d.Retry = true
-	case ClassBroker, ClassBusy:
+	case nextRetryCode:
 		if l.p.IsRetryCode(o.Code) {
 			d.Retry = true
 			return d
@@ -441,11 +440,11 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 		if l.answered {
 			l.finishAnswered()
 		} else {
-			l.fail(StopBrokerError, l.lastErr)
+			l.fail(r.stop, l.lastErr)
 		}
-	case ClassCancelled:
-		l.fail(StopCancelled, l.lastErr)
-	default: // ClassTransport
+	case nextEnd:
+		l.fail(r.stop, l.lastErr)
+	default: // nextRetry
 		d.Retry = true
 	}
 	return d
@@ -455,8 +454,8 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 // sendDefaultImpl's for a first attempt that failed before dispatch.
 func (l *Loop) finishAsync(o *Outcome) Decision {
 	first := l.attempts == 1
-	beforeDispatch := o.Class == ClassClient || (!l.dispatched && o.Class != ClassAnswered && o.Class != ClassCancelled)
-	if beforeDispatch {
+	r := l.p.rules.classes.class(o.Class)
+	if r.async == nextUnsent || (!l.dispatched && r.failed()) {
 		if first {
 			d := l.finishDefault(o)
 			if d.Retry {
@@ -468,19 +467,13 @@ func (l *Loop) finishAsync(o *Outcome) Decision {
 		return Decision{Report: o.report(latency.PathAsyncResend), Retry: true}
 	}
 	d := Decision{Report: o.report(latency.PathAsyncAnswer)}
-	switch o.Class {
-	case ClassAnswered:
+	switch r.async {
+	case nextAnswer:
 		l.answer(&o.Result)
 		l.finishAnswered()
-	case ClassBroker, ClassBusy:
-		l.fail(StopBrokerError, l.lastErr)
-	case ClassCancelled:
-		l.fail(StopCancelled, l.lastErr)
-	default: // ClassTransport
-		if o.Transport == TransportOverloaded && l.p.rules.asyncOverloadEnds {
-			l.fail(StopFailed, l.lastErr)
-			return d
-		}
+	case nextEnd:
+		l.fail(r.stop, l.lastErr)
+	default: // nextRetry
 		d.Retry = true
 	}
 	return d
@@ -550,14 +543,14 @@ func (l *Loop) fail(stop Stop, cause error) {
 // errNoDetail stands in for an outcome that came without an error value.
 func errNoDetail(o Outcome) error {
 	switch o.Class {
-	case ClassClient:
+	case latency.ClassClient:
 		return &ClientError{Err: errors.New("client error")}
-	case ClassBroker, ClassBusy:
+	case latency.ClassBroker, latency.ClassBusy:
 		return &BrokerError{Code: o.Code, Remark: o.Remark}
-	case ClassCancelled:
+	case latency.ClassCancelled:
 		return ErrInterrupted
 	}
-	return &TransportError{Kind: o.Transport, Err: errors.New("transport error")}
+	return &TransportError{Class: o.Class, Err: errors.New("transport error")}
 }
 
 // RetryRefused reports whether the retry budget refused the send's retry

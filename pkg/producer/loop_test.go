@@ -76,7 +76,7 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 }
 
 func answered(st SendStatus, lat int64) Outcome {
-	return Outcome{Class: ClassAnswered, Result: Result{Status: st}, Elapsed: ms(lat)}
+	return Outcome{Class: latency.ClassAnswered, Result: Result{Status: st}, Elapsed: ms(lat)}
 }
 
 func failed(err error, lat int64) Outcome {
@@ -87,9 +87,9 @@ func failed(err error, lat int64) Outcome {
 
 var (
 	errClient    = &ClientError{Broker: "x", Err: errors.New("no address")}
-	errTransport = &TransportError{Broker: "x", Kind: TransportTimeout, Err: errors.New("timeout")}
-	errNotSent   = &TransportError{Broker: "x", Kind: TransportNotSent, Err: errors.New("refused")}
-	errOverload  = &TransportError{Broker: "x", Kind: TransportOverloaded, Err: errors.New("busy")}
+	errTransport = &TransportError{Broker: "x", Class: latency.ClassTransportTimeout, Err: errors.New("timeout")}
+	errNotSent   = &TransportError{Broker: "x", Class: latency.ClassTransportNotSent, Err: errors.New("refused")}
+	errOverload  = &TransportError{Broker: "x", Class: latency.ClassThrottled, Err: errors.New("busy")}
 	errRetryCode = &BrokerError{Broker: "x", Code: 2}  // a retry code in v5 only
 	errRetryBoth = &BrokerError{Broker: "x", Code: 17} // a retry code in both modes
 	errNoRetry   = &BrokerError{Broker: "x", Code: 999}
@@ -551,7 +551,7 @@ func TestLoopMisuse(t *testing.T) {
 		t.Error("second Next() before Start() = false, want the same answer")
 	}
 	l.Start(queue("A"), t0)
-	l.Finish(Outcome{Class: ClassBroker, Code: 999}) // no Err: the loop makes one
+	l.Finish(Outcome{Class: latency.ClassBroker, Code: 999}) // no Err: the loop makes one
 	_, err := l.Result()
 	var be *BrokerError
 	if !errors.As(err, &be) || be.Code != 999 {

@@ -83,6 +83,7 @@ func (o *observed) send(t *testing.T) producer.SendEvent {
 // the test expects the report the pick makes (class and path; none for an
 // ordered send, which has no pick), whether the send retries (on B, picked
 // avoiding A, answered) and the stop it ends with, as the observer hears it.
+// Every latency.Class has a case.
 func TestPathsEveryClass(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -100,13 +101,13 @@ func TestPathsEveryClass(t *testing.T) {
 			sync: both(retried), async: both("broker_error"), oneway: both("failed"), ordered: both("broker_error")},
 		{name: "broker other code", err: &producer.BrokerError{Code: 999}, class: latency.ClassBroker, code: 999,
 			sync: both("broker_error"), async: both("broker_error"), oneway: both("broker_error"), ordered: both("broker_error")},
-		{name: "transport failed", err: &producer.TransportError{Kind: producer.TransportFailed, Err: errors.New("reset")}, class: latency.ClassTransportFailed,
+		{name: "transport failed", err: &producer.TransportError{Class: latency.ClassTransportFailed, Err: errors.New("reset")}, class: latency.ClassTransportFailed,
 			sync: both(retried), async: both(retried), oneway: both("failed"), ordered: both("failed")},
 		{name: "transport timeout", err: context.DeadlineExceeded, class: latency.ClassTransportTimeout,
 			sync: both(retried), async: both(retried), oneway: both("failed"), ordered: both("failed")},
-		{name: "transport not sent", err: &producer.TransportError{Kind: producer.TransportNotSent, Err: errors.New("refused")}, class: latency.ClassTransportNotSent,
+		{name: "transport not sent", err: &producer.TransportError{Class: latency.ClassTransportNotSent, Err: errors.New("refused")}, class: latency.ClassTransportNotSent,
 			sync: both(retried), async: both(retried), oneway: both("failed"), ordered: both("failed")},
-		{name: "throttled", err: &producer.TransportError{Kind: producer.TransportOverloaded, Err: errors.New("too many requests")}, class: latency.ClassThrottled,
+		{name: "throttled", err: &producer.TransportError{Class: latency.ClassThrottled, Err: errors.New("too many requests")}, class: latency.ClassThrottled,
 			sync: both(retried), async: pathEnd{"failed", retried}, oneway: both("failed"), ordered: both("failed")},
 		{name: "unknown error", err: errors.New("boom"), class: latency.ClassTransportFailed,
 			sync: both(retried), async: both(retried), oneway: both("failed"), ordered: both("failed")},
@@ -114,6 +115,15 @@ func TestPathsEveryClass(t *testing.T) {
 			sync: both(retried), async: both("failed"), oneway: both("failed"), ordered: both("failed")},
 		{name: "cancelled", err: producer.ErrInterrupted, class: latency.ClassCancelled,
 			sync: both("cancelled"), async: both("cancelled"), oneway: both("cancelled"), ordered: both("cancelled")},
+	}
+	covered := map[latency.Class]bool{}
+	for _, tc := range cases {
+		covered[tc.class] = true
+	}
+	for _, c := range latency.Classes() {
+		if !covered[c] {
+			t.Errorf("no case meets class %s: say what each path does with it", c)
+		}
 	}
 	modes := []latency.Mode{latency.ModeV5, latency.ModeV4}
 	for _, tc := range cases {
@@ -231,7 +241,7 @@ func waitCallback(t *testing.T, done <-chan struct{}) {
 // Strategy, Transport and Observer, and checks the error's Stop and the
 // observer's agree.
 func TestPathsSendStops(t *testing.T) {
-	failed := &producer.TransportError{Kind: producer.TransportFailed, Err: errors.New("reset")}
+	failed := &producer.TransportError{Class: latency.ClassTransportFailed, Err: errors.New("reset")}
 	tests := []struct {
 		stop  producer.Stop
 		setup func(t *testing.T, s *seam) context.Context

@@ -371,7 +371,7 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 			releaseAttemptCtx(actx)
 			p.log.Error("producer: Transport.Send panicked", "broker", plan.Queue.BrokerName, "panic", r)
 			err := &TransportError{Broker: plan.Queue.BrokerName, Err: recovered("Transport.Send", r)}
-			o = Outcome{Class: ClassTransport, Err: err, Elapsed: p.clock.Now().Sub(plan.Start)}
+			o = Outcome{Class: latency.ClassTransportFailed, Err: err, Elapsed: p.clock.Now().Sub(plan.Start)}
 		}
 	}()
 	res, err := p.transport.Send(actx, Attempt{
@@ -379,8 +379,8 @@ func (p *Producer) attempt(ctx context.Context, msg *Message, plan Plan, kind Ki
 	})
 	releaseAttemptCtx(actx)
 	o = Classify(res, err)
-	if o.Class == ClassTransport && ctx.Err() != nil {
-		o.Class = ClassCancelled // the caller gave up; the broker is not at fault
+	if p.policy.rules.classes.class(o.Class).network && ctx.Err() != nil {
+		o.Class = latency.ClassCancelled // the caller gave up; the broker is not at fault
 	}
 	o.Elapsed = p.clock.Now().Sub(plan.Start)
 	return o
@@ -469,7 +469,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 	plan := Plan{Queue: q, Start: now, Timeout: left, Deadline: now.Add(left)}
 	o := p.attempt(ctx, msg, plan, KindSync)
 	ev.Attempts, ev.Elapsed = 1, p.clock.Now().Sub(start)
-	if o.Class == ClassAnswered {
+	if o.Class == latency.ClassAnswered {
 		res := o.Result
 		if res.Queue == (route.MessageQueue{}) {
 			res.Queue = q
@@ -479,7 +479,7 @@ func (p *Producer) sendOrdered(ctx context.Context, msg *Message, q route.Messag
 		p.sendDone(ev)
 		return res, nil
 	}
-	stop := o.Class.FailedStop()
+	stop := p.policy.rules.classes.class(o.Class).stop
 	err := &SendError{Topic: msg.Topic, Kind: KindSync, Attempts: 1, Brokers: []string{q.BrokerName}, Elapsed: ev.Elapsed, Stop: stop, Err: o.Err}
 	ev.Stop, ev.Err = stop, err
 	p.sendDone(ev)

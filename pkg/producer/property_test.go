@@ -35,7 +35,7 @@ func (r *randomTransport) Send(ctx context.Context, a producer.Attempt) (produce
 	case 3:
 		return producer.Result{}, &producer.ClientError{Broker: a.Queue.BrokerName}
 	case 4:
-		return producer.Result{}, &producer.TransportError{Broker: a.Queue.BrokerName, Kind: producer.TransportKind(lat % 4)}
+		return producer.Result{}, &producer.TransportError{Broker: a.Queue.BrokerName, Class: transportClasses[lat%4]}
 	case 5:
 		return producer.Result{}, &producer.BrokerError{Broker: a.Queue.BrokerName, Code: 14}
 	case 6:
@@ -45,6 +45,9 @@ func (r *randomTransport) Send(ctx context.Context, a producer.Attempt) (produce
 	}
 	return producer.Result{}, errors.New("unclassified")
 }
+
+// transportClasses are the classes a *producer.TransportError may carry.
+var transportClasses = []latency.Class{latency.ClassTransportFailed, latency.ClassTransportTimeout, latency.ClassTransportNotSent, latency.ClassThrottled}
 
 // TestEverySendEndsOnce sends many messages, sync, oneway and async, from
 // several goroutines, through a Transport with random outcomes and latencies,
@@ -140,7 +143,7 @@ func checkEnd(t *testing.T, id int, res producer.Result, err error) {
 // result that agrees with its Stop.
 func TestLoopTerminates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	classes := producer.Classes()
+	classes := latency.Classes()
 	for i := range 20000 {
 		mode := latency.ModeV5
 		if i%2 == 1 {
@@ -178,8 +181,8 @@ func TestLoopTerminates(t *testing.T) {
 				l.Dispatched(0)
 			}
 			o := producer.Outcome{Class: classes[rng.IntN(len(classes))], Code: []int{1, 2, 999}[rng.IntN(3)],
-				Transport: producer.TransportKind(rng.IntN(4)), Elapsed: ms(rng.Int64N(2000))}
-			if o.Class == producer.ClassAnswered {
+				Elapsed: ms(rng.Int64N(2000))}
+			if o.Class == latency.ClassAnswered {
 				o.Result.Status = producer.SendStatus(rng.IntN(4))
 			}
 			d := l.Finish(o)

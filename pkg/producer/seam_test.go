@@ -118,13 +118,13 @@ func TestSeamSyncReportsEveryClass(t *testing.T) {
 			latency.Outcome{Class: latency.ClassBroker, Code: 17, Remark: "topic not exist"}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
 		{"broker other code", &producer.BrokerError{Code: 999},
 			latency.Outcome{Class: latency.ClassBroker, Code: 999}, nil},
-		{"transport failed", &producer.TransportError{Kind: producer.TransportFailed, Err: errors.New("reset")},
+		{"transport failed", &producer.TransportError{Class: latency.ClassTransportFailed, Err: errors.New("reset")},
 			latency.Outcome{Class: latency.ClassTransportFailed}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
 		{"transport timeout", context.DeadlineExceeded,
 			latency.Outcome{Class: latency.ClassTransportTimeout}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
-		{"transport not sent", &producer.TransportError{Kind: producer.TransportNotSent, Err: errors.New("refused")},
+		{"transport not sent", &producer.TransportError{Class: latency.ClassTransportNotSent, Err: errors.New("refused")},
 			latency.Outcome{Class: latency.ClassTransportNotSent}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
-		{"throttled", &producer.TransportError{Kind: producer.TransportOverloaded, Err: errors.New("too many requests")},
+		{"throttled", &producer.TransportError{Class: latency.ClassThrottled, Err: errors.New("too many requests")},
 			latency.Outcome{Class: latency.ClassThrottled}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
 		{"unknown error", errors.New("boom"),
 			latency.Outcome{Class: latency.ClassTransportFailed}, map[latency.Mode]bool{latency.ModeV5: true, latency.ModeV4: true}},
@@ -181,7 +181,7 @@ func TestSeamSyncReportsEveryClass(t *testing.T) {
 // async-resend path), then an answered retry, which makes no dispatch report.
 func TestSeamAsyncPaths(t *testing.T) {
 	s := newSeam(t, latency.ModeV5, producer.Reference5())
-	timeout := &producer.TransportError{Kind: producer.TransportTimeout, Err: errors.New("timeout")}
+	timeout := &producer.TransportError{Class: latency.ClassTransportTimeout, Err: errors.New("timeout")}
 	client := &producer.ClientError{Err: errors.New("no address")}
 	gomock.InOrder(
 		s.pick(latency.PickInfo{}, "A"),

@@ -14,7 +14,7 @@ import (
 
 var (
 	errClient    = &producer.ClientError{Broker: "x", Err: errors.New("no address")}
-	errTransport = &producer.TransportError{Broker: "x", Kind: producer.TransportTimeout, Err: errors.New("timeout")}
+	errTransport = &producer.TransportError{Broker: "x", Class: latency.ClassTransportTimeout, Err: errors.New("timeout")}
 	errRetryCode = &producer.BrokerError{Broker: "x", Code: 14}
 	errNoRetry   = &producer.BrokerError{Broker: "x", Code: 999}
 )

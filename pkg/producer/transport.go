@@ -21,17 +21,20 @@ import (
 //
 //   - *ClientError: the attempt failed on the client before any request was
 //     sent (no address for the broker, the message could not be encoded).
-//   - *TransportError: the network failed it: TransportTimeout when no answer
-//     came before the deadline, TransportNotSent when no connection could be
-//     made, TransportOverloaded when local flow control refused the request,
-//     TransportFailed for anything else after the request may have left
-//     (a broken connection). Returning ctx.Err() (context.DeadlineExceeded)
-//     when the attempt's ctx expired is the same as a TransportTimeout.
+//   - *TransportError: the network failed it; its Class says how:
+//     latency.ClassTransportTimeout when no answer came before the deadline,
+//     latency.ClassTransportNotSent when no connection could be made,
+//     latency.ClassThrottled when local flow control refused the request,
+//     latency.ClassTransportFailed for anything else after the request may
+//     have left (a broken connection). Returning ctx.Err()
+//     (context.DeadlineExceeded) when the attempt's ctx expired is the same
+//     as a transport timeout.
 //   - *BrokerError: the broker answered with an error response code.
 //   - context.Canceled or ErrInterrupted: the attempt was cancelled (ctx was
 //     cancelled by the caller of the send, or the transport was shut down).
 //
-// Any other error is treated as TransportFailed. Errors may be wrapped; the
+// Any other error is a transport failure. Classify is the one mapping from
+// these errors to latency's outcome classes. Errors may be wrapped; the
 // producer finds them with errors.As and errors.Is.
 //
 // ctx is done when the attempt's deadline (Attempt.Deadline, on the

@@ -159,15 +159,15 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 		addr:  b.Name + ":10911",
 		base:  newDist(b.Latency),
 		rate:  b.Capacity,
-		burst: max(b.Capacity/20, 1),
+		burst: max(b.Capacity/20, minBurst),
 		last:  0,
 	}
 	bs.tokens = bs.burst
 	if b.QueueWait > 0 && b.Capacity > 0 {
 		bs.queueWait, bs.service = int64(b.QueueWait), 1e9/b.Capacity
 	}
-	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportNotSent, Err: errRefused}
-	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Kind: producer.TransportTimeout, Err: errNoReply}
+	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Class: latency.ClassTransportNotSent, Err: errRefused}
+	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Class: latency.ClassTransportTimeout, Err: errNoReply}
 	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
 	bs.joins = int64(b.Joins)
 	for _, e := range events {
@@ -286,7 +286,7 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 	st, w := b.stateAt(t)
 	switch st {
 	case StateDown:
-		o = producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportNotSent, Err: b.errDown, Elapsed: downLatency}
+		o = producer.Outcome{Class: latency.ClassTransportNotSent, Err: b.errDown, Elapsed: downLatency}
 	case StateBlackhole:
 		o = producer.Outcome{Elapsed: timeout + 1} // runs into the timeout below
 	default:
@@ -301,27 +301,27 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 			if !ok {
 				o.Elapsed = time.Duration(wait)
 				o.Remark, o.Err = b.queueTimeout(time.Duration(wait), ahead)
-				o.Class, o.Code = producer.ClassBusy, SystemBusy
+				o.Class, o.Code = latency.ClassBusy, SystemBusy
 				break
 			}
 			o.Elapsed += time.Duration(wait)
 		case st == StateBusy && u.busy < w.ev.Rate:
-			o.Class, o.Code, o.Remark, o.Err = brokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
+			o.Class, o.Code, o.Remark, o.Err = latency.BrokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
 		case b.queueWait > 0:
 			wait, ahead, ok := b.enqueue(t)
 			if !ok {
 				o.Elapsed = time.Duration(wait)
 				o.Remark, o.Err = b.queueFull(ahead)
-				o.Class, o.Code = producer.ClassBusy, SystemBusy
+				o.Class, o.Code = latency.ClassBusy, SystemBusy
 				break
 			}
 			o.Elapsed += time.Duration(wait)
 		case !b.admit(t):
-			o.Class, o.Code, o.Remark, o.Err = producer.ClassBusy, SystemBusy, remarkFull, b.errFull
+			o.Class, o.Code, o.Remark, o.Err = latency.ClassBusy, SystemBusy, remarkFull, b.errFull
 		}
 	}
 	if o.Elapsed > timeout {
-		o = producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: b.errTimeout, Elapsed: timeout + timeoutLag}
+		o = producer.Outcome{Class: latency.ClassTransportTimeout, Err: b.errTimeout, Elapsed: timeout + timeoutLag}
 	}
 	return o, st != StateUp, drew
 }
@@ -419,15 +419,6 @@ const (
 	remarkFull = "[REJECTREQUEST]system busy, start flow control for a while"
 )
 
-// brokerClass is the class producer.Classify gives a broker's error answer
-// with code: busy for flow control (latency.IsBusy), else broker.
-func brokerClass(code int) producer.Class {
-	if latency.IsBusy(code) {
-		return producer.ClassBusy
-	}
-	return producer.ClassBroker
-}
-
 // remarkQueueTimeout is the remark of a send that waited wait in the broker's
 // send queue, which held queued sends when it joined, as RocketMQ's
 // BrokerFastFailure words it (the comma included).
@@ -435,3 +426,14 @@ func remarkQueueTimeout(wait time.Duration, queued int) string {
 	return "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: " +
 		strconv.FormatInt(wait.Milliseconds(), 10) + "ms, size of queue: " + strconv.Itoa(queued)
 }
+
+// minBurst is the fewest tokens the token bucket of a broker with a
+// capacity and no send queue holds: it stands for RocketMQ's bounded send
+// pool, whose [OVERLOAD] refusal comes when a count of requests is queued,
+// not after a fixed time's worth. A bucket of a time's worth (50 ms) at a
+// low capacity holds a handful of tokens, which a Poisson load's bursts
+// empty at any utilization: at 95% the excess a bucket of this depth must
+// absorb reaches it about once in 10^9 arrivals (a deterministic server's
+// queue at 95% exceeds k sends with a probability falling about 10% a
+// send), so only a load past the capacity is refused.
+const minBurst = 200

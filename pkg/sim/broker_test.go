@@ -58,32 +58,31 @@ func TestAttemptOutcomes(t *testing.T) {
 	tests := []struct {
 		name      string
 		ev        Event
-		class     producer.Class
-		kind      producer.TransportKind
+		class     latency.Class
 		code      int
 		elapsed   time.Duration // -1: any
 		unhealthy bool
 		drew      bool // the attempt used its draws
 	}{
-		{"up", Event{State: StateBusy, Rate: 1, At: time.Hour, For: time.Second}, producer.ClassAnswered, 0, 0, 2 * time.Millisecond, false, true},
-		{"down", Event{State: StateDown, For: time.Second}, producer.ClassTransport, producer.TransportNotSent, 0, time.Millisecond, true, false},
-		{"blackhole", Event{State: StateBlackhole, For: time.Second}, producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true, false},
+		{"up", Event{State: StateBusy, Rate: 1, At: time.Hour, For: time.Second}, latency.ClassAnswered, 0, 2 * time.Millisecond, false, true},
+		{"down", Event{State: StateDown, For: time.Second}, latency.ClassTransportNotSent, 0, time.Millisecond, true, false},
+		{"blackhole", Event{State: StateBlackhole, For: time.Second}, latency.ClassTransportTimeout, 0, timeout + timeoutLag, true, false},
 		{"slow past the timeout", Event{State: StateSlow, For: time.Second, Latency: Latency{time.Second, time.Second}},
-			producer.ClassTransport, producer.TransportTimeout, 0, timeout + timeoutLag, true, true},
+			latency.ClassTransportTimeout, 0, timeout + timeoutLag, true, true},
 		{"slow", Event{State: StateSlow, For: time.Second, Latency: Latency{100 * time.Millisecond, 100 * time.Millisecond}},
-			producer.ClassAnswered, 0, 0, 100 * time.Millisecond, true, true},
-		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, producer.ClassBroker, 0, 17, 2 * time.Millisecond, true, true},
-		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, producer.ClassBusy, 0, SystemBusy, 2 * time.Millisecond, true, true},
+			latency.ClassAnswered, 0, 100 * time.Millisecond, true, true},
+		{"busy", Event{State: StateBusy, For: time.Second, Rate: 1, Code: 17}, latency.ClassBroker, 17, 2 * time.Millisecond, true, true},
+		{"busy default code", Event{State: StateBusy, For: time.Second, Rate: 1}, latency.ClassBusy, SystemBusy, 2 * time.Millisecond, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := testBroker(0, tt.ev)
 			o, unhealthy, drew := b.attempt(0, timeout, draws{z: 0, busy: 0.5})
-			if o.Class != tt.class || o.Transport != tt.kind || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy || drew != tt.drew {
-				t.Errorf("attempt() = %+v, %v, %v; want class %s, kind %s, code %d, elapsed %s, unhealthy %v, drew %v",
-					o, unhealthy, drew, tt.class, tt.kind, tt.code, tt.elapsed, tt.unhealthy, tt.drew)
+			if o.Class != tt.class || o.Code != tt.code || o.Elapsed != tt.elapsed || unhealthy != tt.unhealthy || drew != tt.drew {
+				t.Errorf("attempt() = %+v, %v, %v; want class %s, code %d, elapsed %s, unhealthy %v, drew %v",
+					o, unhealthy, drew, tt.class, tt.code, tt.elapsed, tt.unhealthy, tt.drew)
 			}
-			if got := producer.Classify(producer.Result{}, o.Err); o.Class != producer.ClassAnswered && (got.Class != o.Class || got.Code != o.Code || got.Transport != o.Transport) {
+			if got := producer.Classify(producer.Result{}, o.Err); o.Class != latency.ClassAnswered && (got.Class != o.Class || got.Code != o.Code) {
 				t.Errorf("Classify(attempt().Err) = %+v, want the attempt's own class %s", got, o.Class)
 			}
 		})
@@ -91,21 +90,22 @@ func TestAttemptOutcomes(t *testing.T) {
 }
 
 // TestCapacity sends 1000 attempts a second for 2 s to a broker that
-// takes 100: it accepts its burst plus 100 a second, and answers the rest
-// SYSTEM_BUSY.
+// takes 100: it accepts its burst (minBurst, the floor of a bucket of 50
+// ms worth) plus 100 a second, and answers the rest SYSTEM_BUSY.
 func TestCapacity(t *testing.T) {
 	b := testBroker(100)
 	accepted := 0
 	for at := int64(0); at < 2*sec; at += sec / 1000 {
 		o, _, _ := b.attempt(at, time.Second, draws{})
 		switch {
-		case o.Class == producer.ClassAnswered:
+		case o.Class == latency.ClassAnswered:
 			accepted++
-		case o.Class != producer.ClassBusy || o.Code != SystemBusy:
+		case o.Class != latency.ClassBusy || o.Code != SystemBusy:
 			t.Fatalf("attempt() = %+v, want an answer or SYSTEM_BUSY", o)
 		}
 	}
-	if lo, hi := 200, 200+5+1; accepted < lo || accepted > hi {
+	// The last attempt is at 1.999 s: 199.9 tokens refilled by then.
+	if lo, hi := minBurst+199, minBurst+200; accepted < lo || accepted > hi {
 		t.Errorf("accepted %d attempts, want between %d and %d", accepted, lo, hi)
 	}
 }

@@ -47,7 +47,7 @@
 //     is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] with the few sends
 //     queued ahead of it). A broker with a capacity answers
 //     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
-//     of 50 ms worth of sends); with a queue_wait it queues instead:
+//     of 50 ms worth of sends, at least 200); with a queue_wait it queues instead:
 //     RocketMQ's send queue, served first in, first out at Capacity sends a
 //     second, a send's latency growing by its wait, and a send that would
 //     wait longer than QueueWait answered SYSTEM_BUSY

@@ -481,7 +481,7 @@ func (e *engine) step(i int) {
 		s.drawn++
 	}
 	s.out, s.broker = out, b
-	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != producer.ClassAnswered, isBusy(out), unhealthy)
+	e.m.attempt(e.now, b.index, plan.Attempt, out.Class != latency.ClassAnswered, isBusy(out), unhealthy)
 	if e.herd != nil {
 		s.prod.tl.attempted(e.now, b.index)
 	}
@@ -578,4 +578,4 @@ func (e *engine) endSend(i int) {
 }
 
 // isBusy reports whether an attempt's outcome is a flow-control answer.
-func isBusy(o producer.Outcome) bool { return o.Class == producer.ClassBusy }
+func isBusy(o producer.Outcome) bool { return o.Class == latency.ClassBusy }

@@ -29,7 +29,7 @@ func TestQueueFIFO(t *testing.T) {
 	b := queueBroker(100, time.Second)
 	for i := range 10 {
 		o, _, _ := b.attempt(0, 3*time.Second, draws{})
-		if o.Class != producer.ClassAnswered {
+		if o.Class != latency.ClassAnswered {
 			t.Fatalf("attempt %d = %+v, want an answer", i, o)
 		}
 		if want := time.Duration(i)*10*time.Millisecond + 2*time.Millisecond; o.Elapsed != want {
@@ -92,13 +92,13 @@ func TestQueueWaitGrowsWithLoad(t *testing.T) {
 func TestQueueTimeoutClean(t *testing.T) {
 	b := queueBroker(100, 200*time.Millisecond)
 	for i := range 21 {
-		if o, _, _ := b.attempt(0, 3*time.Second, draws{}); o.Class != producer.ClassAnswered {
+		if o, _, _ := b.attempt(0, 3*time.Second, draws{}); o.Class != latency.ClassAnswered {
 			t.Fatalf("attempt %d = %+v, want an answer (it waits %dms)", i, o, 10*i)
 		}
 	}
 	for i := range 3 {
 		o, _, _ := b.attempt(0, 3*time.Second, draws{})
-		if o.Class != producer.ClassBusy || o.Code != SystemBusy || o.Elapsed != 200*time.Millisecond {
+		if o.Class != latency.ClassBusy || o.Code != SystemBusy || o.Elapsed != 200*time.Millisecond {
 			t.Fatalf("rejected attempt %d = %+v, want SYSTEM_BUSY after exactly 200ms", i, o)
 		}
 		var be *producer.BrokerError
@@ -110,7 +110,7 @@ func TestQueueTimeoutClean(t *testing.T) {
 		if be.Remark != want {
 			t.Errorf("remark = %q, want %q", be.Remark, want)
 		}
-		if got := producer.Classify(producer.Result{}, o.Err); got.Code != SystemBusy || got.Class != producer.ClassBusy || got.Remark != want {
+		if got := producer.Classify(producer.Result{}, o.Err); got.Code != SystemBusy || got.Class != latency.ClassBusy || got.Remark != want {
 			t.Errorf("Classify(error) = %+v, want class busy, code %d and the remark", got, SystemBusy)
 		}
 		// What reaches the strategy through Pick.Done.
@@ -119,7 +119,7 @@ func TestQueueTimeoutClean(t *testing.T) {
 		}
 	}
 	// The rejected sends took no service: one arriving 10 ms later waits 200 ms.
-	if o, _, _ := b.attempt(10*int64(time.Millisecond), 3*time.Second, draws{}); o.Class != producer.ClassAnswered || o.Elapsed != 202*time.Millisecond {
+	if o, _, _ := b.attempt(10*int64(time.Millisecond), 3*time.Second, draws{}); o.Class != latency.ClassAnswered || o.Elapsed != 202*time.Millisecond {
 		t.Errorf("attempt after the rejections = %+v, want an answer after 200ms + 2ms", o)
 	}
 	// The queue it found is counted: 0.5 ms after a burst of 41 at 1000/s
@@ -143,7 +143,7 @@ func TestQueueAttemptTimeout(t *testing.T) {
 	b := queueBroker(10, time.Second) // 100 ms a send
 	b.attempt(0, time.Second, draws{})
 	o, _, _ := b.attempt(0, 50*time.Millisecond, draws{}) // would wait 100 ms
-	if o.Class != producer.ClassTransport || o.Transport != producer.TransportTimeout || o.Elapsed != 50*time.Millisecond+timeoutLag {
+	if o.Class != latency.ClassTransportTimeout || o.Elapsed != 50*time.Millisecond+timeoutLag {
 		t.Errorf("attempt = %+v, want a timeout at 50ms+lag", o)
 	}
 	if o, _, _ := b.attempt(0, time.Second, draws{}); o.Elapsed != 202*time.Millisecond {
@@ -154,7 +154,7 @@ func TestQueueAttemptTimeout(t *testing.T) {
 	for range 4 {
 		b.attempt(0, time.Second, draws{})
 	}
-	if o, _, _ := b.attempt(0, 250*time.Millisecond, draws{}); o.Transport != producer.TransportTimeout {
+	if o, _, _ := b.attempt(0, 250*time.Millisecond, draws{}); o.Class != latency.ClassTransportTimeout {
 		t.Errorf("attempt = %+v, want a timeout: the broker answers busy only after 300ms", o)
 	}
 }
@@ -175,7 +175,7 @@ func TestQueueCapacity(t *testing.T) {
 		o, _, _ := b.attempt(int64(at), 3*time.Second, draws{})
 		n++
 		switch {
-		case o.Class == producer.ClassAnswered:
+		case o.Class == latency.ClassAnswered:
 			starts = append(starts, int64(at)+int64(o.Elapsed-2*time.Millisecond))
 		case o.Code == SystemBusy:
 			busy++
@@ -206,8 +206,12 @@ func TestQueueCapacity(t *testing.T) {
 // TestRejectRequestRemark: a broker over its capacity without a send queue
 // refuses at once with RocketMQ's [REJECTREQUEST] remark.
 func TestRejectRequestRemark(t *testing.T) {
-	b := testBroker(20) // burst of 1
-	b.attempt(0, time.Second, draws{})
+	b := testBroker(20) // a burst of minBurst
+	for range minBurst {
+		if o, _, _ := b.attempt(0, time.Second, draws{}); o.Class != producer.ClassAnswered {
+			t.Fatalf("an attempt within the burst = %+v, want an answer", o)
+		}
+	}
 	o, _, _ := b.attempt(0, time.Second, draws{})
 	var be *producer.BrokerError
 	if !errors.As(o.Err, &be) || be.Code != SystemBusy || be.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {

@@ -123,7 +123,8 @@ type Broker struct {
 	// Latency is how long the broker takes to answer when it is up.
 	Latency Latency
 	// Capacity is the sends per second the broker accepts (a token bucket
-	// holding Capacity/20 tokens, 50 ms worth); the excess is answered with
+	// holding Capacity/20 tokens, 50 ms worth, and at least 200); the excess
+	// is answered with
 	// SYSTEM_BUSY (code 2), as a flow-controlled RocketMQ broker does.
 	// Zero means unlimited.
 	Capacity float64

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -23,7 +24,7 @@ func stallRemark(wait time.Duration, queued int) string {
 func wantBusy(t *testing.T, what string, o producer.Outcome, wait time.Duration, queued int) {
 	t.Helper()
 	var be *producer.BrokerError
-	if o.Class != producer.ClassBusy || o.Code != SystemBusy || o.Elapsed != wait || !errors.As(o.Err, &be) {
+	if o.Class != latency.ClassBusy || o.Code != SystemBusy || o.Elapsed != wait || !errors.As(o.Err, &be) {
 		t.Errorf("%s = %+v, want SYSTEM_BUSY after %s", what, o, wait)
 		return
 	}
@@ -44,14 +45,14 @@ func TestStallNoQueue(t *testing.T) {
 		Period: 5 * time.Second, Length: 500 * time.Millisecond})
 	wantBusy(t, "a send at 1.01s", mustAttempt(b, sec+10*ms1), 200*time.Millisecond, 0)
 	wantBusy(t, "a send at 1.2s", mustAttempt(b, sec+200*ms1), 200*time.Millisecond, 0)
-	if o := mustAttempt(b, sec+400*ms1); o.Class != producer.ClassAnswered || o.Elapsed != 102*time.Millisecond {
+	if o := mustAttempt(b, sec+400*ms1); o.Class != latency.ClassAnswered || o.Elapsed != 102*time.Millisecond {
 		t.Errorf("a send 100ms before the stall's end = %+v, want an answer after 100ms + 2ms", o)
 	}
-	if o := mustAttempt(b, sec+450*ms1); o.Class != producer.ClassAnswered || o.Elapsed != 52*time.Millisecond {
+	if o := mustAttempt(b, sec+450*ms1); o.Class != latency.ClassAnswered || o.Elapsed != 52*time.Millisecond {
 		t.Errorf("a second send before the stall's end = %+v, want an answer after 50ms + 2ms (no capacity: served together)", o)
 	}
 	for _, at := range []int64{sec + 500*ms1, 3 * sec, 6*sec + 500*ms1, 11 * sec} {
-		if o := mustAttempt(b, at); o.Class != producer.ClassAnswered || o.Elapsed != 2*time.Millisecond {
+		if o := mustAttempt(b, at); o.Class != latency.ClassAnswered || o.Elapsed != 2*time.Millisecond {
 			t.Errorf("a send at %s (no stall) = %+v, want an answer after 2ms", time.Duration(at), o)
 		}
 		if st, _ := b.stateAt(at); st != StateUp {
@@ -79,15 +80,15 @@ func TestStallQueue(t *testing.T) {
 		Period: 10 * time.Second, Length: 500 * time.Millisecond})
 	wantBusy(t, "a send at 1.0s", mustAttempt(b, sec), 200*time.Millisecond, 0)
 	wantBusy(t, "a send at 1.1s", mustAttempt(b, sec+100*ms1), 200*time.Millisecond, 0)
-	if o := mustAttempt(b, sec+300*ms1); o.Class != producer.ClassAnswered || o.Elapsed != 202*time.Millisecond {
+	if o := mustAttempt(b, sec+300*ms1); o.Class != latency.ClassAnswered || o.Elapsed != 202*time.Millisecond {
 		t.Errorf("a send at 1.30s = %+v, want an answer after 200ms + 2ms", o)
 	}
-	if o := mustAttempt(b, sec+310*ms1); o.Class != producer.ClassAnswered || o.Elapsed != 202*time.Millisecond {
+	if o := mustAttempt(b, sec+310*ms1); o.Class != latency.ClassAnswered || o.Elapsed != 202*time.Millisecond {
 		t.Errorf("a send at 1.31s = %+v, want an answer after 200ms + 2ms (served at 1.51s)", o)
 	}
 	wantBusy(t, "a send at 1.315s", mustAttempt(b, sec+315*ms1), 200*time.Millisecond, 2)
 	// After the stall: the one at 1.52 s waits for the two queued (till 1.52 s): none.
-	if o := mustAttempt(b, sec+520*ms1); o.Class != producer.ClassAnswered || o.Elapsed != 2*time.Millisecond {
+	if o := mustAttempt(b, sec+520*ms1); o.Class != latency.ClassAnswered || o.Elapsed != 2*time.Millisecond {
 		t.Errorf("a send at 1.52s = %+v, want an answer after 2ms (the queue has drained)", o)
 	}
 }

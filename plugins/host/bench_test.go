@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/pkg/route/zonefilter"
@@ -55,7 +56,7 @@ func benchStrategy(b *testing.B, filters ...route.QueueFilter) *latency.Strategy
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = filters
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(0, 0))))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.Unix(0, 0))))
 	if err != nil {
 		b.Fatal(err)
 	}

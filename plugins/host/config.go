@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
@@ -90,8 +90,8 @@ type Config struct {
 	// goes on. Timed on Clock.
 	OutputRate int
 	// Clock times the restart backoff, the call timeouts and a filter's
-	// refreshes. Default latency.RealClock.
-	Clock latency.Clock
+	// refreshes. Default clock.Real.
+	Clock clock.Clock
 	// OnEvent, when set, is told of every start, exit and restart of the
 	// plugin process. It is called from the supervising goroutine (and from
 	// the constructor for the first start) and must not block.
@@ -176,7 +176,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.OutputLogger = c.Logger
 	}
 	if c.Clock == nil {
-		c.Clock = latency.RealClock{}
+		c.Clock = clock.Real{}
 	}
 	return c, nil
 }

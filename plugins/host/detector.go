@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
-// Detector is a latency.ServiceDetector served by a plugin process. Give it
+// Detector is a probe.ServiceDetector served by a plugin process. Give it
 // to a strategy with latency.WithServiceDetector. It is safe for concurrent
 // use; Detect blocks until the probe's deadline (ctx's; CallTimeout when ctx
 // has none) at most.
@@ -18,7 +19,7 @@ type Detector struct {
 	sup *supervisor
 }
 
-var _ latency.ServiceDetector = (*Detector)(nil)
+var _ probe.ServiceDetector = (*Detector)(nil)
 
 // NewDetector starts the detector plugin at cfg.Path and returns once it
 // completed the handshake, or a *StartError matching ErrChecksum,
@@ -34,9 +35,9 @@ func NewDetector(cfg Config) (*Detector, error) {
 }
 
 // ProvideDetector is NewDetector for dependency injection (google/wire): it
-// returns the detector as a latency.ServiceDetector and a cleanup that
+// returns the detector as a probe.ServiceDetector and a cleanup that
 // closes it.
-func ProvideDetector(cfg Config) (latency.ServiceDetector, func(), error) {
+func ProvideDetector(cfg Config) (probe.ServiceDetector, func(), error) {
 	d, err := NewDetector(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -46,7 +47,7 @@ func ProvideDetector(cfg Config) (latency.ServiceDetector, func(), error) {
 
 // detectMargin is the part of a probe's time the plugin does not get, so
 // that its answer at its deadline (its verdict, or its own "no answer" a
-// latency.ProbeGrace later) arrives before the host's deadline: a fifth of
+// probe.Grace later) arrives before the host's deadline: a fifth of
 // the time, at most 100 ms.
 func detectMargin(d time.Duration) time.Duration {
 	return min(d/5, 100*time.Millisecond)
@@ -54,12 +55,12 @@ func detectMargin(d time.Duration) time.Duration {
 
 // Detect asks the plugin to probe endpoint. The plugin's answer comes back
 // as a built-in detector's would: nil (reachable), an error matching
-// latency.ErrProbeInconclusive, or another error (unreachable; a
-// *latency.ProbeError whose cause matches the sentinel of the plugin's
+// probe.ErrInconclusive, or another error (unreachable; a
+// *probe.Error whose cause matches the sentinel of the plugin's
 // error code, e.g. syscall.ECONNREFUSED or context.DeadlineExceeded).
 //
 // The probe's deadline is ctx's: the caller owns it (see
-// latency.ServiceDetector); CallTimeout applies only to a ctx without one.
+// probe.ServiceDetector); CallTimeout applies only to a ctx without one.
 // The plugin is given the time left until then less a small margin, and
 // Detect answers by the deadline itself. Everything that is not the
 // plugin's answer is inconclusive: the plugin is down or restarting
@@ -82,7 +83,7 @@ func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	cctx := ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		cctx, cancel = latency.WithClockTimeout(ctx, d.sup.cfg.Clock, d.sup.cfg.CallTimeout)
+		cctx, cancel = clock.WithTimeout(ctx, d.sup.cfg.Clock, d.sup.cfg.CallTimeout)
 		defer cancel()
 	}
 	deadline, _ := cctx.Deadline()

@@ -1,6 +1,6 @@
 // Package host loads mqfault plugin binaries and hands back the Go interfaces
 // the core uses, so a caller cannot tell a plugin from a built-in:
-// [NewDetector] gives a latency.ServiceDetector, [NewFilter] a
+// [NewDetector] gives a probe.ServiceDetector, [NewFilter] a
 // route.QueueFilter.
 //
 // Each plugin runs as a child process, in a process group of its own,

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/plugins/host"
@@ -23,7 +24,7 @@ func ExampleNewDetector() {
 	}
 	defer d.Close()
 	s, err := latency.NewStrategy(latency.DefaultConfig(),
-		latency.WithResolver(latency.StaticResolver{"broker-a": "10.0.0.7:10911"}),
+		latency.WithResolver(probe.StaticResolver{"broker-a": "10.0.0.7:10911"}),
 		latency.WithServiceDetector(d))
 	if err != nil {
 		log.Fatal(err)
@@ -44,7 +45,7 @@ func ExampleNewFilter() {
 	defer zf.Close()
 	cfg := latency.DefaultConfig()
 	cfg.Filters = []route.QueueFilter{zf}
-	s, err := latency.NewStrategy(cfg, latency.WithResolver(latency.StaticResolver{}))
+	s, err := latency.NewStrategy(cfg, latency.WithResolver(probe.StaticResolver{}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func ExampleNewFilter() {
 // plugins/README's two snippets (detectorStrategy, filterProducer), run where
 // the README's plugin paths name no file.
 func ExampleNewDetector_notStarted() {
-	resolver := latency.StaticResolver{"broker-a": "10.0.0.7:10911"}
+	resolver := probe.StaticResolver{"broker-a": "10.0.0.7:10911"}
 	err := detectorStrategy(resolver)
 	var se *host.StartError
 	fmt.Println(errors.As(err, &se))
@@ -75,7 +76,7 @@ func ExampleNewDetector_notStarted() {
 }
 
 // detectorStrategy is plugins/README's "Using a detector plugin".
-func detectorStrategy(resolver latency.Resolver) error {
+func detectorStrategy(resolver probe.Resolver) error {
 	d, err := host.NewDetector(host.Config{
 		Path:   "/usr/lib/mqfault/grpc-health-detector",
 		Args:   []string{"--service", "broker"},
@@ -96,7 +97,7 @@ func detectorStrategy(resolver latency.Resolver) error {
 }
 
 // filterProducer is plugins/README's "Using a filter plugin".
-func filterProducer(ctx context.Context, resolver latency.Resolver, transport producer.Transport, routes producer.RouteSource) error {
+func filterProducer(ctx context.Context, resolver probe.Resolver, transport producer.Transport, routes producer.RouteSource) error {
 	zf, err := host.NewFilter(host.FilterConfig{Config: host.Config{
 		Path: "/usr/lib/mqfault/zone-filter",
 		Args: []string{"--zones", "/etc/mqfault/zones.txt", "--zone", "az1"},

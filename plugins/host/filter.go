@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
@@ -358,7 +358,7 @@ func (f *Filter) decide(ctx context.Context, info *route.PublishInfo) (*verdicts
 	if !ok {
 		return nil, &protocol.BadAnswerError{RPC: "Decide", Problem: "the plugin is no filter"}
 	}
-	cctx, cancel := latency.WithClockTimeout(ctx, f.sup.cfg.Clock, f.sup.cfg.CallTimeout)
+	cctx, cancel := clock.WithTimeout(ctx, f.sup.cfg.Clock, f.sup.cfg.CallTimeout)
 	defer cancel()
 	queues := info.Queues()
 	admit, err := client.Decide(cctx, info.Topic(), queues)

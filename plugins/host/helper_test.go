@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/pkg/route/zonefilter"
 	"github.com/mqfault/mqfault/plugins/host"
@@ -93,7 +93,7 @@ func servePlugin(name string) {
 	block := make(chan struct{}) // never closed: the hanging plugins wait on it
 	switch name {
 	case "tcp":
-		sdk.ServeDetector(latency.TCPDetector{})
+		sdk.ServeDetector(probe.TCPDetector{})
 	case "zone":
 		text := zonesText
 		if t := os.Getenv(benchZonesEnv); t != "" {
@@ -116,7 +116,7 @@ func servePlugin(name string) {
 		}))
 	case "logger":
 		log := sdk.Logger(slog.LevelDebug)
-		sdk.ServeDetector(latency.ServiceDetectorFunc(func(_ context.Context, ep string) error {
+		sdk.ServeDetector(probe.ServiceDetectorFunc(func(_ context.Context, ep string) error {
 			log.Warn("probing", "endpoint", ep, "n", 7)
 			fmt.Fprintln(os.Stderr, "plain stderr line for "+ep)
 			fmt.Fprintln(os.Stdout, "plain stdout line for "+ep)
@@ -127,7 +127,7 @@ func servePlugin(name string) {
 		// to stderr, a third to stdout (the last two through go-plugin's
 		// stdio stream).
 		log := sdk.Logger(slog.LevelDebug)
-		sdk.ServeDetector(latency.ServiceDetectorFunc(func(context.Context, string) error {
+		sdk.ServeDetector(probe.ServiceDetectorFunc(func(context.Context, string) error {
 			for i := range floodLines / 3 {
 				log.Warn("flood line", "i", i)
 				fmt.Fprintln(os.Stderr, "flood line", i)
@@ -140,7 +140,7 @@ func servePlugin(name string) {
 		hs.ProtocolVersion = 2
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  hs,
-			VersionedPlugins: map[int]plugin.PluginSet{2: {"detector": &protocol.DetectorPlugin{Impl: latency.TCPDetector{}}}},
+			VersionedPlugins: map[int]plugin.PluginSet{2: {"detector": &protocol.DetectorPlugin{Impl: probe.TCPDetector{}}}},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 	case "garbage-detector":
@@ -154,9 +154,9 @@ func servePlugin(name string) {
 	case "deadline-detector":
 		// A broker that never answers: the plugin's own verdict at its
 		// deadline is "unreachable: deadline exceeded".
-		sdk.ServeDetector(latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
+		sdk.ServeDetector(probe.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
 			<-ctx.Done()
-			return &latency.ProbeError{Endpoint: ep, Err: ctx.Err()}
+			return &probe.Error{Endpoint: ep, Err: ctx.Err()}
 		}))
 	case "garbage-handshake":
 		fmt.Println("this is not a handshake")

@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/pkg/route/filtertest"
 	"github.com/mqfault/mqfault/pkg/route/zonefilter"
@@ -74,9 +76,9 @@ var zoneCases = func() []filtertest.Case {
 // served as a plugin.
 func TestDetectorConformance(t *testing.T) {
 	d := newDetector(t, helper("tcp"))
-	detectortest.Run(t, d, detectortest.Endpoints{
-		Reachable:   []string{detectortest.ListenTCP(t)},
-		Unreachable: []string{detectortest.ClosedTCP(t)},
+	probetest.Run(t, d, probetest.Endpoints{
+		Reachable:   []string{probetest.ListenTCP(t)},
+		Unreachable: []string{probetest.ClosedTCP(t)},
 	})
 }
 
@@ -91,14 +93,14 @@ func TestDetectorErrorsCrossTheWire(t *testing.T) {
 		endpoint string
 		wantIs   error
 	}{
-		{"refused", detectortest.ClosedTCP(t), syscall.ECONNREFUSED},
+		{"refused", probetest.ClosedTCP(t), syscall.ECONNREFUSED},
 		{"invalid endpoint", "no-port", protocol.ErrInvalidEndpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := d.Detect(ctx, tt.endpoint)
-			var pe *latency.ProbeError
-			if !errors.Is(err, tt.wantIs) || !errors.As(err, &pe) || errors.Is(err, latency.ErrProbeInconclusive) {
+			var pe *probe.Error
+			if !errors.Is(err, tt.wantIs) || !errors.As(err, &pe) || errors.Is(err, probe.ErrInconclusive) {
 				t.Errorf("Detect(%q) = %v, want an unreachable *ProbeError matching %v", tt.endpoint, err, tt.wantIs)
 			}
 		})
@@ -131,7 +133,7 @@ func TestFilterInStrategy(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = []route.QueueFilter{f}
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(0, 0))))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.Unix(0, 0))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,7 @@ func TestDetectHang(t *testing.T) {
 			}
 			defer cancel()
 			err := d.Detect(ctx, "127.0.0.1:1")
-			if !errors.Is(err, host.ErrCallTimeout) || !errors.Is(err, latency.ErrProbeInconclusive) {
+			if !errors.Is(err, host.ErrCallTimeout) || !errors.Is(err, probe.ErrInconclusive) {
 				t.Errorf("Detect() on a hung plugin = %v, want ErrCallTimeout, inconclusive", err)
 			}
 		})
@@ -287,7 +289,7 @@ func TestDetectHang(t *testing.T) {
 		res := make(chan error, 1)
 		go func() { res <- d.Detect(ctx, "127.0.0.1:1") }()
 		cancel()
-		if err := <-res; !errors.Is(err, context.Canceled) || !errors.Is(err, latency.ErrProbeInconclusive) {
+		if err := <-res; !errors.Is(err, context.Canceled) || !errors.Is(err, probe.ErrInconclusive) {
 			t.Errorf("Detect() cancelled = %v, want context.Canceled, inconclusive", err)
 		}
 	})
@@ -317,7 +319,7 @@ func TestGarbageAnswers(t *testing.T) {
 	for _, ep := range []string{"verdict-42", "code-99", "empty", "grpc-error", "reachable-with-code"} {
 		t.Run(ep, func(t *testing.T) {
 			err := d.Detect(context.Background(), ep)
-			if !errors.Is(err, host.ErrBadAnswer) || !errors.Is(err, latency.ErrProbeInconclusive) {
+			if !errors.Is(err, host.ErrBadAnswer) || !errors.Is(err, probe.ErrInconclusive) {
 				t.Errorf("Detect(%s) = %v, want ErrBadAnswer, inconclusive", ep, err)
 			}
 		})
@@ -341,7 +343,7 @@ func TestGarbageAnswers(t *testing.T) {
 // killAndRestart kills the plugin started in ev, checks what happens while
 // it is down with whileDown, then lets the clock reach the restart and
 // returns the new process's start event.
-func killAndRestart(t *testing.T, ev *eventLog, clock *latency.ManualClock, started host.Event, whileDown func()) host.Event {
+func killAndRestart(t *testing.T, ev *eventLog, clk *clock.Manual, started host.Event, whileDown func()) host.Event {
 	t.Helper()
 	if err := syscall.Kill(started.PID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %d: %v", started.PID, err)
@@ -355,7 +357,7 @@ func killAndRestart(t *testing.T, ev *eventLog, clock *latency.ManualClock, star
 		t.Errorf("restart event = %+v, want attempt 1 after 1s", sched)
 	}
 	whileDown()
-	clock.Advance(sched.Backoff)
+	clk.Advance(sched.Backoff)
 	restarted := ev.wait(t, host.EventStarted)
 	if restarted.PID == started.PID || restarted.Attempt != 1 {
 		t.Errorf("restart = %+v, want a new process on attempt 1", restarted)
@@ -363,9 +365,9 @@ func killAndRestart(t *testing.T, ev *eventLog, clock *latency.ManualClock, star
 	return restarted
 }
 
-func supervised(name string, clock latency.Clock, ev *eventLog) host.Config {
+func supervised(name string, clk clock.Clock, ev *eventLog) host.Config {
 	cfg := helper(name)
-	cfg.Clock = clock
+	cfg.Clock = clk
 	cfg.OnEvent = ev.record
 	cfg.MinBackoff = time.Second
 	return cfg
@@ -375,24 +377,24 @@ func supervised(name string, clock latency.Clock, ev *eventLog) host.Config {
 // inconclusive while it is down, a detector round goes on, the host restarts
 // it after the backoff, and Close leaves no process.
 func TestDetectorKilled(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
-	d := newDetector(t, supervised("tcp", clock, ev))
+	d := newDetector(t, supervised("tcp", clk, ev))
 	started := ev.wait(t, host.EventStarted)
-	up := detectortest.ListenTCP(t)
+	up := probetest.ListenTCP(t)
 	ctx := context.Background()
 	if err := d.Detect(ctx, up); err != nil {
 		t.Fatalf("Detect(up) = %v, want nil", err)
 	}
 	cfg := latency.DefaultConfig()
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithServiceDetector(d),
-		latency.WithResolver(latency.StaticResolver{"broker-a": up}))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithServiceDetector(d),
+		latency.WithResolver(probe.StaticResolver{"broker-a": up}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Update("broker-a", 0, true, false) // isolated and unreachable
-	restarted := killAndRestart(t, ev, clock, started, func() {
-		if err := d.Detect(ctx, up); !errors.Is(err, host.ErrUnavailable) || !errors.Is(err, latency.ErrProbeInconclusive) {
+	restarted := killAndRestart(t, ev, clk, started, func() {
+		if err := d.Detect(ctx, up); !errors.Is(err, host.ErrUnavailable) || !errors.Is(err, probe.ErrInconclusive) {
 			t.Errorf("Detect() while the plugin is down = %v, want ErrUnavailable, inconclusive", err)
 		}
 		rep, err := s.DetectRound(ctx)
@@ -408,7 +410,7 @@ func TestDetectorKilled(t *testing.T) {
 	if err := syscall.Kill(restarted.PID, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("kill -0 %d after Close = %v, want ESRCH (no process left)", restarted.PID, err)
 	}
-	if err := d.Detect(ctx, up); !errors.Is(err, host.ErrClosed) || !errors.Is(err, latency.ErrProbeInconclusive) {
+	if err := d.Detect(ctx, up); !errors.Is(err, host.ErrClosed) || !errors.Is(err, probe.ErrInconclusive) {
 		t.Errorf("Detect() after Close = %v, want ErrClosed, inconclusive", err)
 	}
 	if err := d.Close(); err != nil {
@@ -420,9 +422,9 @@ func TestDetectorKilled(t *testing.T) {
 // fails, the filter admits everything while the plugin is down, and its
 // verdicts come back after the restart.
 func TestFilterKilled(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
-	f := newFilter(t, host.FilterConfig{Config: supervised("zone", clock, ev), RefreshInterval: time.Hour})
+	f := newFilter(t, host.FilterConfig{Config: supervised("zone", clk, ev), RefreshInterval: time.Hour})
 	started := ev.wait(t, host.EventStarted)
 	c := zoneCases[0]
 	info := filtertest.PublishInfo(t, c, "")
@@ -437,7 +439,7 @@ func TestFilterKilled(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = []route.QueueFilter{f}
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +464,7 @@ func TestFilterKilled(t *testing.T) {
 			}
 		}()
 	}
-	killAndRestart(t, ev, clock, started, func() {
+	killAndRestart(t, ev, clk, started, func() {
 		if !f.Filter(outside) {
 			t.Errorf("Filter(%s) = false while the plugin is down, want true (fail open)", outside)
 		}
@@ -489,9 +491,9 @@ func TestRestartBackoff(t *testing.T) {
 	if err := os.WriteFile(script, []byte(good), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
-	cfg := supervised("tcp", clock, ev)
+	cfg := supervised("tcp", clk, ev)
 	cfg.Path = script
 	cfg.MaxBackoff = 3 * time.Second
 	newDetector(t, cfg)
@@ -513,7 +515,7 @@ func TestRestartBackoff(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		clock.Advance(sched.Backoff)
+		clk.Advance(sched.Backoff)
 		if i < 2 {
 			failed := ev.wait(t, host.EventRestartFailed)
 			if !errors.Is(failed.Err, host.ErrHandshake) || !strings.Contains(failed.Err.Error(), "broken install") {
@@ -531,10 +533,10 @@ func TestRestartBackoff(t *testing.T) {
 // starting over at MinBackoff, and the log says it is a crash loop; once the
 // plugin stayed up for StableAfter, the next restart waits MinBackoff again.
 func TestCrashLoopBackoff(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
 	capture := &logCapture{}
-	cfg := supervised("tcp", clock, ev)
+	cfg := supervised("tcp", clk, ev)
 	cfg.Logger = slogNew(capture)
 	cfg.MaxBackoff = 3 * time.Second
 	newDetector(t, cfg)
@@ -554,14 +556,14 @@ func TestCrashLoopBackoff(t *testing.T) {
 		if exited.QuickExits != i+1 || sched.QuickExits != i+1 || exited.Uptime != 0 {
 			t.Errorf("exit %d: QuickExits %d and %d, uptime %v; want %d, %d, 0", i+1, exited.QuickExits, sched.QuickExits, exited.Uptime, i+1, i+1)
 		}
-		clock.Advance(sched.Backoff)
+		clk.Advance(sched.Backoff)
 		started = ev.wait(t, host.EventStarted)
 	}
 	r := capture.waitFor(t, "crash loop")
 	if n, _ := attr(r, "quick_exits"); r.Level != slog.LevelWarn || n.Int64() != 2 {
 		t.Errorf("crash loop logged at %v with quick_exits=%v, want WARN, 2 (the first exit that backs off)", r.Level, n)
 	}
-	clock.Advance(time.Minute) // the plugin stays up: StableAfter's default
+	clk.Advance(time.Minute) // the plugin stays up: StableAfter's default
 	exited, sched := kill()
 	if sched.Backoff != time.Second || exited.QuickExits != 0 || exited.Uptime != time.Minute {
 		t.Errorf("exit after a minute up: restart after %v, QuickExits %d, uptime %v; want MinBackoff (1s), 0, 1m", sched.Backoff, exited.QuickExits, exited.Uptime)
@@ -572,10 +574,10 @@ func TestCrashLoopBackoff(t *testing.T) {
 // ran healthy only until the first failed check, however long it then took
 // to be killed.
 func TestCrashLoopUnresponsive(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
 	capture := &logCapture{}
-	cfg := supervised("tcp", clock, ev)
+	cfg := supervised("tcp", clk, ev)
 	cfg.Logger = slogNew(capture)
 	cfg.HealthInterval = time.Second
 	cfg.HealthTimeout = 500 * time.Millisecond
@@ -588,20 +590,20 @@ func TestCrashLoopUnresponsive(t *testing.T) {
 	// the timeout of a check under way.
 	pending := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(patience); clock.Pending() < n; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(patience); clk.Pending() < n; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d timers on the clock, want %d", clock.Pending(), n)
+				t.Fatalf("%d timers on the clk, want %d", clk.Pending(), n)
 			}
 		}
 	}
 	pending(1)
-	clock.Advance(time.Second) // the first check
+	clk.Advance(time.Second) // the first check
 	pending(2)
-	clock.Advance(cfg.HealthTimeout) // fails
+	clk.Advance(cfg.HealthTimeout) // fails
 	capture.waitFor(t, "health check failed")
 	// The second check, a minute later, fails too: the plugin is killed.
 	// Its timeout may fall due within this move of the clock, or need one.
-	clock.Advance(time.Minute)
+	clk.Advance(time.Minute)
 	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
 		if e, ok := ev.next(); ok && e.Kind == host.EventUnresponsive {
 			break
@@ -609,8 +611,8 @@ func TestCrashLoopUnresponsive(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the hung plugin was not killed")
 		}
-		if clock.Pending() >= 2 {
-			clock.Advance(cfg.HealthTimeout)
+		if clk.Pending() >= 2 {
+			clk.Advance(cfg.HealthTimeout)
 		}
 	}
 	want := time.Second + cfg.HealthTimeout
@@ -621,9 +623,9 @@ func TestCrashLoopUnresponsive(t *testing.T) {
 
 // TestCloseDuringBackoff closes while a restart is pending.
 func TestCloseDuringBackoff(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
-	d := newDetector(t, supervised("tcp", clock, ev))
+	d := newDetector(t, supervised("tcp", clk, ev))
 	started := ev.wait(t, host.EventStarted)
 	_ = syscall.Kill(started.PID, syscall.SIGKILL)
 	ev.wait(t, host.EventRestartScheduled)
@@ -662,10 +664,10 @@ func TestFilterClose(t *testing.T) {
 // TestFilterBackground checks that Update fetches in the background and
 // that the refresh interval refetches every route.
 func TestFilterBackground(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	decided := make(chan string, 16)
 	cfg := helper("zone")
-	cfg.Clock = clock
+	cfg.Clock = clk
 	f := newFilter(t, host.FilterConfig{Config: cfg, RefreshInterval: time.Minute, OnDecision: func(topic string, err error) {
 		if err != nil {
 			topic += ": " + err.Error()
@@ -690,7 +692,7 @@ func TestFilterBackground(t *testing.T) {
 	if f.Filter(outside) {
 		t.Errorf("Filter(%s) = true after the background decision, want false", outside)
 	}
-	clock.Advance(time.Minute)
+	clk.Advance(time.Minute)
 	waitDecision()
 	f.Remove(c.Topic)
 	if !f.Filter(outside) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -69,7 +69,7 @@ func TestLogPluginLine(t *testing.T) {
 
 func TestLineLogger(t *testing.T) {
 	var r records
-	w := newLineLogger(slog.New(&r), slog.LevelInfo, newOutputLimiter(latency.RealClock{}, 100, slog.New(&r)))
+	w := newLineLogger(slog.New(&r), slog.LevelInfo, newOutputLimiter(clock.Real{}, 100, slog.New(&r)))
 	for _, chunk := range []string{"one\ntw", "o\n", "", "three"} {
 		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", chunk, n, err)
@@ -98,10 +98,10 @@ func (h *levelHandler) Enabled(_ context.Context, l slog.Level) bool { return l 
 // refills at rate a second, lines below the logger's level free, the rest
 // reported at close.
 func TestOutputLimiter(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	var out, host records
 	log := slog.New(&out)
-	o := newOutputLimiter(clock, 3, slog.New(&host))
+	o := newOutputLimiter(clk, 3, slog.New(&host))
 	write := func(n int) {
 		for i := range n {
 			o.line(log, []byte("line "+strconv.Itoa(i)+"\n"), slog.LevelWarn)
@@ -122,7 +122,7 @@ func TestOutputLimiter(t *testing.T) {
 	if len(out.list) != 3 || len(host.list) != 0 {
 		t.Fatalf("10 lines at once: %d logged, %d reports; want the burst of 3, no report yet", len(out.list), len(host.list))
 	}
-	clock.Advance(time.Second) // the report; and 3 more tokens
+	clk.Advance(time.Second) // the report; and 3 more tokens
 	if len(host.list) != 1 || dropped() != 7 || host.list[0].Level != slog.LevelWarn {
 		t.Fatalf("a second later: reports %v, want one WARN report of 7 dropped", host.list)
 	}
@@ -130,7 +130,7 @@ func TestOutputLimiter(t *testing.T) {
 	if len(out.list) != 6 {
 		t.Errorf("after a second's refill: %d logged in all, want 6", len(out.list))
 	}
-	clock.Advance(time.Second)
+	clk.Advance(time.Second)
 	quiet := slog.New(&levelHandler{min: slog.LevelError})
 	o.line(quiet, []byte(`{"@level":"debug","@message":"below the level"}`), slog.LevelWarn)
 	write(3) // the debug line cost no token: all three are logged
@@ -139,8 +139,8 @@ func TestOutputLimiter(t *testing.T) {
 	}
 	write(4)
 	o.close()
-	if dropped() != 7+2+4 || clock.Pending() != 0 {
-		t.Errorf("after close: %d dropped reported, %d timers pending; want 13, 0", dropped(), clock.Pending())
+	if dropped() != 7+2+4 || clk.Pending() != 0 {
+		t.Errorf("after close: %d dropped reported, %d timers pending; want 13, 0", dropped(), clk.Pending())
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // anyLevel is a level above every level a handler filters on: a handler
@@ -22,21 +22,21 @@ const anyLevel = slog.Level(1 << 30)
 //
 // It is safe for concurrent use; line never blocks on the plugin.
 type outputLimiter struct {
-	clock latency.Clock
+	clock clock.Clock
 	rate  float64
 	log   *slog.Logger // where the drops are reported
 
 	mu      sync.Mutex // guards the fields below
 	tokens  float64
-	last    time.Time     // when tokens was last refilled
-	dropped int64         // since the last report
-	total   int64         // in all
-	report  latency.Timer // the next report; nil when none is due
+	last    time.Time   // when tokens was last refilled
+	dropped int64       // since the last report
+	total   int64       // in all
+	report  clock.Timer // the next report; nil when none is due
 	closed  bool
 }
 
-func newOutputLimiter(clock latency.Clock, rate int, log *slog.Logger) *outputLimiter {
-	return &outputLimiter{clock: clock, rate: float64(rate), log: log, tokens: float64(rate), last: clock.Now()}
+func newOutputLimiter(clk clock.Clock, rate int, log *slog.Logger) *outputLimiter {
+	return &outputLimiter{clock: clk, rate: float64(rate), log: log, tokens: float64(rate), last: clk.Now()}
 }
 
 // line logs one line the plugin wrote to log (see logPluginLine), if the

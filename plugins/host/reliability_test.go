@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/plugins/host"
 )
 
@@ -208,7 +210,7 @@ func TestHungPluginRestarted(t *testing.T) {
 	waitGone(t, started.PID)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := d.Detect(ctx, detectortest.ListenTCP(t)); err != nil {
+	if err := d.Detect(ctx, probetest.ListenTCP(t)); err != nil {
 		t.Errorf("Detect() through the restarted plugin = %v, want nil", err)
 	}
 }
@@ -329,7 +331,7 @@ func TestPluginTimeoutVerdictInStrategy(t *testing.T) {
 
 // probeStrategy is a real-clock strategy probing broker-a (a listening
 // port) through d with ProbeFailures on.
-func probeStrategy(t *testing.T, d latency.ServiceDetector, timeout time.Duration) *latency.Strategy {
+func probeStrategy(t *testing.T, d probe.ServiceDetector, timeout time.Duration) *latency.Strategy {
 	t.Helper()
 	cfg := latency.DefaultConfig()
 	cfg.FaultTolerance = true
@@ -337,7 +339,7 @@ func probeStrategy(t *testing.T, d latency.ServiceDetector, timeout time.Duratio
 	cfg.DetectTimeout = timeout
 	cfg.DetectInterval = time.Millisecond
 	s, err := latency.NewStrategy(cfg, latency.WithServiceDetector(d),
-		latency.WithResolver(latency.StaticResolver{"broker-a": detectortest.ListenTCP(t)}))
+		latency.WithResolver(probe.StaticResolver{"broker-a": probetest.ListenTCP(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,12 +444,12 @@ func mustWrite(t *testing.T, path, text string) {
 // Close removes, and that restarts run the copy even after the original
 // changed.
 func TestPinnedCopy(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
+	clk := clock.NewManual(time.Unix(1000, 0))
 	ev := newEventLog()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plugin.sh")
 	mustWrite(t, path, "#!/bin/sh\nexec "+os.Args[0]+" \"$@\"\n")
-	cfg := supervised("tcp", clock, ev)
+	cfg := supervised("tcp", clk, ev)
 	cfg.Path = path
 	cfg.SHA256 = fileSHA256(t, path)
 	cfg.CopyDir = t.TempDir()
@@ -462,8 +464,8 @@ func TestPinnedCopy(t *testing.T) {
 		t.Errorf("private copy directory mode = %v (%v), want 0700", fi.Mode(), err)
 	}
 	mustWrite(t, path, "#!/bin/sh\nexit 1\n") // the original changes under the running plugin
-	killAndRestart(t, ev, clock, started, func() {})
-	if err := d.Detect(context.Background(), detectortest.ListenTCP(t)); err != nil {
+	killAndRestart(t, ev, clk, started, func() {})
+	if err := d.Detect(context.Background(), probetest.ListenTCP(t)); err != nil {
 		t.Errorf("Detect() after the restart = %v, want nil (the pinned copy runs)", err)
 	}
 	_ = d.Close()

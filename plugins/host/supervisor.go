@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
@@ -186,7 +186,7 @@ func (s *supervisor) run() {
 // that failed its health checks is killed first) or the supervisor is
 // closed (false). It returns how long inst ran healthy: from its start to
 // its exit, or to the first of the failed health checks it was killed for.
-func (s *supervisor) watch(inst *instance, health latency.Ticker) (time.Duration, bool) {
+func (s *supervisor) watch(inst *instance, health clock.Ticker) (time.Duration, bool) {
 	failures := 0
 	var failingSince time.Time
 	uptime := func() time.Duration {
@@ -240,7 +240,7 @@ func (s *supervisor) check(inst *instance) error {
 	if inst.conn == nil {
 		return nil
 	}
-	ctx, cancel := latency.WithClockTimeout(s.ctx, s.cfg.Clock, s.cfg.HealthTimeout)
+	ctx, cancel := clock.WithTimeout(s.ctx, s.cfg.Clock, s.cfg.HealthTimeout)
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(inst.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: plugin.GRPCServiceName})
 	switch {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 	pluginv1 "github.com/mqfault/mqfault/plugins/proto/mqfault/plugin/v1"
 )
@@ -22,7 +22,7 @@ func clipReason(s string) string {
 }
 
 // detectResponse is a ServiceDetector's answer on the wire: nil is reachable;
-// an error matching latency.ErrProbeInconclusive, context.Canceled or
+// an error matching probe.ErrInconclusive, context.Canceled or
 // ErrPluginFailed is inconclusive; any other error is unreachable.
 func detectResponse(err error) *pluginv1.DetectResponse {
 	if err == nil {
@@ -30,11 +30,11 @@ func detectResponse(err error) *pluginv1.DetectResponse {
 	}
 	code := CodeOf(err)
 	v := pluginv1.Verdict_VERDICT_UNREACHABLE
-	if errors.Is(err, latency.ErrProbeInconclusive) || code == pluginv1.Code_CODE_CANCELED || code == pluginv1.Code_CODE_INTERNAL {
+	if errors.Is(err, probe.ErrInconclusive) || code == pluginv1.Code_CODE_CANCELED || code == pluginv1.Code_CODE_INTERNAL {
 		v = pluginv1.Verdict_VERDICT_INCONCLUSIVE
 	}
 	reason := err
-	var pe *latency.ProbeError
+	var pe *probe.Error
 	if errors.As(err, &pe) && pe.Err != nil {
 		reason = pe.Err // the host names the endpoint itself
 	}
@@ -42,10 +42,10 @@ func detectResponse(err error) *pluginv1.DetectResponse {
 }
 
 // detectError turns a plugin's answer back into a ServiceDetector's answer:
-// nil, a *latency.ProbeError wrapping a *RemoteError (unreachable), or a
-// *RemoteError matching latency.ErrProbeInconclusive. An answer that breaks
+// nil, a *probe.Error wrapping a *RemoteError (unreachable), or a
+// *RemoteError matching probe.ErrInconclusive. An answer that breaks
 // the protocol gives a *BadAnswerError that also matches
-// latency.ErrProbeInconclusive (it tells nothing about the endpoint).
+// probe.ErrInconclusive (it tells nothing about the endpoint).
 func detectError(endpoint string, r *pluginv1.DetectResponse) error {
 	bad := func(format string, args ...any) error {
 		return Inconclusive(&BadAnswerError{RPC: "Detect", Problem: fmt.Sprintf(format, args...)})
@@ -68,7 +68,7 @@ func detectError(endpoint string, r *pluginv1.DetectResponse) error {
 		if code == pluginv1.Code_CODE_UNSPECIFIED || code == pluginv1.Code_CODE_INCONCLUSIVE {
 			return bad("verdict unreachable with code %s", code)
 		}
-		return &latency.ProbeError{Endpoint: endpoint, Err: &RemoteError{Code: code, Reason: reason}}
+		return &probe.Error{Endpoint: endpoint, Err: &RemoteError{Code: code, Reason: reason}}
 	case pluginv1.Verdict_VERDICT_INCONCLUSIVE:
 		if code == pluginv1.Code_CODE_UNSPECIFIED {
 			code = pluginv1.Code_CODE_INCONCLUSIVE

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 	pluginv1 "github.com/mqfault/mqfault/plugins/proto/mqfault/plugin/v1"
 )
@@ -28,7 +28,7 @@ func TestCodeOf(t *testing.T) {
 		{"nil", nil, pluginv1.Code_CODE_UNSPECIFIED},
 		{"plain", errors.New("boom"), pluginv1.Code_CODE_UNKNOWN},
 		{"canceled", context.Canceled, pluginv1.Code_CODE_CANCELED},
-		{"inconclusive and canceled", errors.Join(latency.ErrProbeInconclusive, context.Canceled), pluginv1.Code_CODE_CANCELED},
+		{"inconclusive and canceled", errors.Join(probe.ErrInconclusive, context.Canceled), pluginv1.Code_CODE_CANCELED},
 		{"wrapped deadline", fmt.Errorf("dial: %w", context.DeadlineExceeded), pluginv1.Code_CODE_DEADLINE_EXCEEDED},
 		{"os deadline", os.ErrDeadlineExceeded, pluginv1.Code_CODE_DEADLINE_EXCEEDED},
 		{"refused", refused, pluginv1.Code_CODE_CONNECTION_REFUSED},
@@ -37,7 +37,7 @@ func TestCodeOf(t *testing.T) {
 		{"not serving", fmt.Errorf("health: %w", ErrNotServing), pluginv1.Code_CODE_NOT_SERVING},
 		{"plugin failed", ErrPluginFailed, pluginv1.Code_CODE_INTERNAL},
 		{"invalid argument", ErrInvalidArgument, pluginv1.Code_CODE_INVALID_ARGUMENT},
-		{"inconclusive", fmt.Errorf("no idea: %w", latency.ErrProbeInconclusive), pluginv1.Code_CODE_INCONCLUSIVE},
+		{"inconclusive", fmt.Errorf("no idea: %w", probe.ErrInconclusive), pluginv1.Code_CODE_INCONCLUSIVE},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,14 +77,14 @@ func TestDetectRoundTrip(t *testing.T) {
 		wantIs           error
 	}{
 		{"reachable", nil, false, nil},
-		{"refused", &latency.ProbeError{Endpoint: "host:1", Err: refused}, false, syscall.ECONNREFUSED},
+		{"refused", &probe.Error{Endpoint: "host:1", Err: refused}, false, syscall.ECONNREFUSED},
 		{"deadline", fmt.Errorf("dial: %w", context.DeadlineExceeded), false, context.DeadlineExceeded},
 		{"os deadline", os.ErrDeadlineExceeded, false, os.ErrDeadlineExceeded},
 		{"not serving", ErrNotServing, false, ErrNotServing},
 		{"invalid endpoint", &net.AddrError{Err: "missing port in address", Addr: "x"}, false, ErrInvalidEndpoint},
 		{"unknown", errors.New("no route to host"), false, nil},
-		{"inconclusive", latency.ErrProbeInconclusive, true, latency.ErrProbeInconclusive},
-		{"cancelled probe", errors.Join(latency.ErrProbeInconclusive, context.Canceled), true, context.Canceled},
+		{"inconclusive", probe.ErrInconclusive, true, probe.ErrInconclusive},
+		{"cancelled probe", errors.Join(probe.ErrInconclusive, context.Canceled), true, context.Canceled},
 		{"bare cancel", context.Canceled, true, context.Canceled},
 		{"plugin failed", ErrPluginFailed, true, ErrPluginFailed},
 	}
@@ -97,7 +97,7 @@ func TestDetectRoundTrip(t *testing.T) {
 			if got == nil {
 				return
 			}
-			if inc := errors.Is(got, latency.ErrProbeInconclusive); inc != tt.wantInconclusive {
+			if inc := errors.Is(got, probe.ErrInconclusive); inc != tt.wantInconclusive {
 				t.Errorf("errors.Is(%v, ErrProbeInconclusive) = %v, want %v", got, inc, tt.wantInconclusive)
 			}
 			if tt.wantIs != nil && !errors.Is(got, tt.wantIs) {
@@ -109,7 +109,7 @@ func TestDetectRoundTrip(t *testing.T) {
 			if !strings.Contains(got.Error(), tt.err.Error()) {
 				t.Errorf("error text %q does not carry the plugin's %q", got, tt.err)
 			}
-			var pe *latency.ProbeError
+			var pe *probe.Error
 			if unreachable := errors.As(got, &pe); unreachable == tt.wantInconclusive {
 				t.Errorf("errors.As(%v, *ProbeError) = %v, want %v", got, unreachable, !tt.wantInconclusive)
 			}
@@ -133,7 +133,7 @@ func TestDetectErrorBadAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := detectError("h:1", tt.resp)
-			if !errors.Is(err, ErrBadAnswer) || !errors.Is(err, latency.ErrProbeInconclusive) {
+			if !errors.Is(err, ErrBadAnswer) || !errors.Is(err, probe.ErrInconclusive) {
 				t.Errorf("detectError(%v) = %v, want an error matching ErrBadAnswer and ErrProbeInconclusive", tt.resp, err)
 			}
 		})
@@ -142,7 +142,7 @@ func TestDetectErrorBadAnswers(t *testing.T) {
 
 func TestInconclusiveWithoutCode(t *testing.T) {
 	err := detectError("h:1", &pluginv1.DetectResponse{Verdict: pluginv1.Verdict_VERDICT_INCONCLUSIVE, Reason: "busy"})
-	if !errors.Is(err, latency.ErrProbeInconclusive) || err.Error() != "busy" {
+	if !errors.Is(err, probe.ErrInconclusive) || err.Error() != "busy" {
 		t.Errorf("detectError(inconclusive, no code) = %v, want inconclusive %q", err, "busy")
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	pluginv1 "github.com/mqfault/mqfault/plugins/proto/mqfault/plugin/v1"
 )
 
@@ -21,10 +22,10 @@ import (
 type DetectorPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	// Impl is the detector a plugin serves.
-	Impl latency.ServiceDetector
+	Impl probe.ServiceDetector
 	// Clock times each probe's deadline and the grace after it (default
-	// latency.RealClock; a test sets a manual one).
-	Clock latency.Clock
+	// clock.Real; a test sets a manual one).
+	Clock clock.Clock
 }
 
 var _ plugin.GRPCPlugin = (*DetectorPlugin)(nil)
@@ -34,11 +35,11 @@ func (p *DetectorPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 	if p.Impl == nil {
 		return errors.New("protocol: DetectorPlugin.Impl is nil")
 	}
-	clock := p.Clock
-	if clock == nil {
-		clock = latency.RealClock{}
+	clk := p.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
-	pluginv1.RegisterDetectorServer(s, &detectorServer{impl: p.Impl, clock: clock})
+	pluginv1.RegisterDetectorServer(s, &detectorServer{impl: p.Impl, clock: clk})
 	return nil
 }
 
@@ -50,8 +51,8 @@ func (p *DetectorPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, con
 // detectorServer serves a ServiceDetector: fromproto, call, toproto.
 type detectorServer struct {
 	pluginv1.UnimplementedDetectorServer
-	impl  latency.ServiceDetector
-	clock latency.Clock
+	impl  probe.ServiceDetector
+	clock clock.Clock
 }
 
 func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest) (*pluginv1.DetectResponse, error) {
@@ -70,8 +71,8 @@ func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest
 // detectWithin asks the impl about endpoint with a deadline timeout from now
 // on the server's clock. An answer given by then is returned, whatever it
 // is. One that overstays it did not answer: after the deadline the impl has
-// latency.ProbeGrace(timeout) more, then the answer is inconclusive
-// (latency.ErrNoAnswer), sent before the host's own deadline (it kept a
+// probe.Grace(timeout) more, then the answer is inconclusive
+// (probe.ErrNoAnswer), sent before the host's own deadline (it kept a
 // margin for that), and the impl's call finishes on its own.
 //
 // The grace is timed from the moment this goroutine sees the deadline pass,
@@ -80,7 +81,7 @@ func (s *detectorServer) Detect(ctx context.Context, req *pluginv1.DetectRequest
 // an answer the impl gives at its deadline is never lost to a second timer
 // that fell due in the same pause.
 func (s *detectorServer) detectWithin(ctx context.Context, endpoint string, timeout time.Duration) error {
-	pctx, cancel := latency.WithClockTimeout(ctx, s.clock, timeout)
+	pctx, cancel := clock.WithTimeout(ctx, s.clock, timeout)
 	defer cancel()
 	res := make(chan error, 1)
 	go func() { res <- safeDetect(pctx, s.impl, endpoint) }()
@@ -90,7 +91,7 @@ func (s *detectorServer) detectWithin(ctx context.Context, endpoint string, time
 	case <-pctx.Done():
 	}
 	if ctx.Err() == nil { // the probe's own deadline passed, not the call
-		grace := latency.ProbeGrace(timeout)
+		grace := probe.Grace(timeout)
 		late := make(chan struct{})
 		t := s.clock.AfterFunc(grace, func() { close(late) })
 		defer t.Stop()
@@ -109,12 +110,12 @@ func (s *detectorServer) detectWithin(ctx context.Context, endpoint string, time
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return fmt.Errorf("probe %s: %w (no answer %v after its deadline of %v)", endpoint, latency.ErrNoAnswer, latency.ProbeGrace(timeout), timeout)
+	return fmt.Errorf("probe %s: %w (no answer %v after its deadline of %v)", endpoint, probe.ErrNoAnswer, probe.Grace(timeout), timeout)
 }
 
 // safeDetect calls d, turning a panic into an inconclusive ErrPluginFailed
 // so that a faulty detector does not take the plugin process down.
-func safeDetect(ctx context.Context, d latency.ServiceDetector, endpoint string) (err error) {
+func safeDetect(ctx context.Context, d probe.ServiceDetector, endpoint string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = Inconclusive(fmt.Errorf("%w: detector panicked: %v", ErrPluginFailed, r))
@@ -135,8 +136,8 @@ func NewDetectorClient(conn grpc.ClientConnInterface) *DetectorClient {
 }
 
 // Detect asks the plugin to probe endpoint and answer within timeout; ctx
-// bounds the call itself. The answer is what a latency.ServiceDetector
-// returns: nil (reachable), an error matching latency.ErrProbeInconclusive,
+// bounds the call itself. The answer is what a probe.ServiceDetector
+// returns: nil (reachable), an error matching probe.ErrInconclusive,
 // or another error (unreachable), with the plugin's code mapped back to its
 // sentinel. When the call itself fails the error is ctx's error (ctx ended),
 // or matches ErrUnavailable (the plugin cannot be reached) or ErrBadAnswer

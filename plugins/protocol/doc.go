@@ -9,7 +9,7 @@
 //
 // Errors cross the boundary as a pluginv1.Code plus a reason, never as bare
 // text: a plugin's context.DeadlineExceeded, syscall.ECONNREFUSED,
-// latency.ErrProbeInconclusive, [ErrNotServing] and the other sentinels of
+// probe.ErrInconclusive, [ErrNotServing] and the other sentinels of
 // the code table come back on the host as a [*RemoteError] that matches the
 // same sentinel with errors.Is.
 package protocol

@@ -7,7 +7,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	pluginv1 "github.com/mqfault/mqfault/plugins/proto/mqfault/plugin/v1"
 )
 
@@ -48,14 +48,14 @@ var codeTable = []struct {
 	{pluginv1.Code_CODE_NOT_SERVING, ErrNotServing},
 	{pluginv1.Code_CODE_INTERNAL, ErrPluginFailed},
 	{pluginv1.Code_CODE_INVALID_ARGUMENT, ErrInvalidArgument},
-	{pluginv1.Code_CODE_INCONCLUSIVE, latency.ErrProbeInconclusive},
+	{pluginv1.Code_CODE_INCONCLUSIVE, probe.ErrInconclusive},
 }
 
 // CodeOf returns the wire code for err: CODE_UNSPECIFIED for nil, the code
 // of the first sentinel of the code table err matches (context.Canceled,
 // context.DeadlineExceeded or os.ErrDeadlineExceeded, syscall.ECONNREFUSED,
 // ErrInvalidEndpoint or a *net.AddrError, ErrNotServing, ErrPluginFailed,
-// ErrInvalidArgument, latency.ErrProbeInconclusive), else CODE_UNKNOWN.
+// ErrInvalidArgument, probe.ErrInconclusive), else CODE_UNKNOWN.
 func CodeOf(err error) pluginv1.Code {
 	if err == nil {
 		return pluginv1.Code_CODE_UNSPECIFIED
@@ -94,7 +94,7 @@ func knownCode(c pluginv1.Code) bool {
 
 // RemoteError is an error a plugin reported, rebuilt on the host from its
 // code and reason. It matches (errors.Is) the sentinel of its code, and
-// latency.ErrProbeInconclusive when the plugin said the probe told nothing.
+// probe.ErrInconclusive when the plugin said the probe told nothing.
 type RemoteError struct {
 	// Code is the wire code the plugin sent.
 	Code pluginv1.Code
@@ -113,10 +113,10 @@ func (e *RemoteError) Error() string {
 }
 
 // Is reports whether target is the sentinel of e's code (a deadline also
-// matches os.ErrDeadlineExceeded), or latency.ErrProbeInconclusive for an
+// matches os.ErrDeadlineExceeded), or probe.ErrInconclusive for an
 // inconclusive answer.
 func (e *RemoteError) Is(target error) bool {
-	if e.Inconclusive && target == latency.ErrProbeInconclusive {
+	if e.Inconclusive && target == probe.ErrInconclusive {
 		return true
 	}
 	if e.Code == pluginv1.Code_CODE_DEADLINE_EXCEEDED && target == os.ErrDeadlineExceeded {
@@ -142,10 +142,10 @@ func (e *BadAnswerError) Error() string {
 // Is makes errors.Is(err, ErrBadAnswer) true.
 func (e *BadAnswerError) Is(target error) bool { return target == ErrBadAnswer }
 
-// Inconclusive wraps err so that it also matches latency.ErrProbeInconclusive;
+// Inconclusive wraps err so that it also matches probe.ErrInconclusive;
 // its text is err's. A nil err stays nil.
 func Inconclusive(err error) error {
-	if err == nil || errors.Is(err, latency.ErrProbeInconclusive) {
+	if err == nil || errors.Is(err, probe.ErrInconclusive) {
 		return err
 	}
 	return &inconclusiveError{err}
@@ -156,5 +156,5 @@ type inconclusiveError struct{ err error }
 func (e *inconclusiveError) Error() string { return e.err.Error() }
 func (e *inconclusiveError) Unwrap() error { return e.err }
 func (e *inconclusiveError) Is(target error) bool {
-	return target == latency.ErrProbeInconclusive
+	return target == probe.ErrInconclusive
 }

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks/pluginmocks"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
@@ -38,7 +38,7 @@ func TestFilterPluginErrorCodes(t *testing.T) {
 		{name: "not serving", err: protocol.ErrNotServing, want: protocol.ErrNotServing},
 		{name: "internal", err: protocol.ErrPluginFailed, want: protocol.ErrPluginFailed},
 		{name: "invalid argument, wrapped", err: fmt.Errorf("topic %q: %w", "T", protocol.ErrInvalidArgument), want: protocol.ErrInvalidArgument},
-		{name: "inconclusive", err: latency.ErrProbeInconclusive, want: latency.ErrProbeInconclusive},
+		{name: "inconclusive", err: probe.ErrInconclusive, want: probe.ErrInconclusive},
 		{name: "a panic is internal", panics: true, want: protocol.ErrPluginFailed},
 		{name: "a wrong number of verdicts is internal", verdict: []bool{true}, want: protocol.ErrPluginFailed},
 	}

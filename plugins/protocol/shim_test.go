@@ -15,7 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -63,12 +64,12 @@ const patience = 30 * time.Second
 func TestDetectorShim(t *testing.T) {
 	answers := map[string]error{
 		"up:1":      nil,
-		"refused:1": &latency.ProbeError{Endpoint: "refused:1", Err: refused},
-		"unsure:1":  latency.ErrProbeInconclusive,
+		"refused:1": &probe.Error{Endpoint: "refused:1", Err: refused},
+		"unsure:1":  probe.ErrInconclusive,
 	}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	impl := latency.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
+	impl := probe.ServiceDetectorFunc(func(ctx context.Context, ep string) error {
 		switch ep {
 		case "stubborn:1":
 			<-release // ignores ctx
@@ -81,26 +82,26 @@ func TestDetectorShim(t *testing.T) {
 		}
 		return answers[ep]
 	})
-	clock := latency.NewManualClock(time.Unix(1000, 0))
-	conn := connect(t, &DetectorPlugin{Impl: impl, Clock: clock})
+	clk := clock.NewManual(time.Unix(1000, 0))
+	conn := connect(t, &DetectorPlugin{Impl: impl, Clock: clk})
 	c := NewDetectorClient(conn)
 	const timeout = 20 * time.Millisecond
-	grace := latency.ProbeGrace(timeout)
+	grace := probe.Grace(timeout)
 	tests := []struct {
 		name             string
 		endpoint         string
 		timeout          time.Duration
-		advance          []time.Duration // each once the server waits on the clock
+		advance          []time.Duration // each once the server waits on the clk
 		wantNil          bool
 		wantInconclusive bool
 		wantIs           error
 	}{
 		{"reachable", "up:1", time.Second, nil, true, false, nil},
 		{"refused", "refused:1", time.Second, nil, false, false, syscall.ECONNREFUSED},
-		{"inconclusive", "unsure:1", time.Second, nil, false, true, latency.ErrProbeInconclusive},
+		{"inconclusive", "unsure:1", time.Second, nil, false, true, probe.ErrInconclusive},
 		{"panic", "panic:1", time.Second, nil, false, true, ErrPluginFailed},
 		{"plugin honours the timeout", "slow:1", timeout, []time.Duration{timeout}, false, false, context.DeadlineExceeded},
-		{"no answer from a detector that overstays its deadline", "stubborn:1", timeout, []time.Duration{timeout, grace}, false, true, latency.ErrProbeInconclusive},
+		{"no answer from a detector that overstays its deadline", "stubborn:1", timeout, []time.Duration{timeout, grace}, false, true, probe.ErrInconclusive},
 		{"zero timeout", "up:1", 0, nil, false, true, ErrInvalidArgument},
 	}
 	for _, tt := range tests {
@@ -108,8 +109,8 @@ func TestDetectorShim(t *testing.T) {
 			res := make(chan error, 1)
 			go func() { res <- c.Detect(context.Background(), tt.endpoint, tt.timeout) }()
 			for _, d := range tt.advance {
-				waitTimer(t, clock)
-				clock.Advance(d)
+				waitTimer(t, clk)
+				clk.Advance(d)
 			}
 			var err error
 			select {
@@ -123,7 +124,7 @@ func TestDetectorShim(t *testing.T) {
 			if err == nil {
 				return
 			}
-			if got := errors.Is(err, latency.ErrProbeInconclusive); got != tt.wantInconclusive {
+			if got := errors.Is(err, probe.ErrInconclusive); got != tt.wantInconclusive {
 				t.Errorf("Detect(%s) = %v; inconclusive = %v, want %v", tt.endpoint, err, got, tt.wantInconclusive)
 			}
 			if !errors.Is(err, tt.wantIs) {
@@ -135,12 +136,12 @@ func TestDetectorShim(t *testing.T) {
 
 // waitTimer waits until a timer is pending on clock: the server is waiting
 // for a deadline or a grace to pass.
-func waitTimer(t *testing.T, clock *latency.ManualClock) {
+func waitTimer(t *testing.T, clk *clock.Manual) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
-	for clock.Pending() == 0 {
+	for clk.Pending() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no timer pending on the server's clock within %v", patience)
+			t.Fatalf("no timer pending on the server's clk within %v", patience)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -148,7 +149,7 @@ func waitTimer(t *testing.T, clock *latency.ManualClock) {
 
 func TestDetectorClientCancelled(t *testing.T) {
 	block := make(chan struct{})
-	impl := latency.ServiceDetectorFunc(func(ctx context.Context, _ string) error {
+	impl := probe.ServiceDetectorFunc(func(ctx context.Context, _ string) error {
 		select {
 		case <-block:
 		case <-ctx.Done():

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 	"github.com/mqfault/mqfault/plugins/sdk"
 )
@@ -13,12 +13,12 @@ import (
 // A detector plugin's main.
 func ExampleServeDetector() {
 	log := sdk.Logger(slog.LevelInfo)
-	sdk.ServeDetector(latency.ServiceDetectorFunc(func(ctx context.Context, endpoint string) error {
+	sdk.ServeDetector(probe.ServiceDetectorFunc(func(ctx context.Context, endpoint string) error {
 		log.Debug("probing", "endpoint", endpoint)
 		if endpoint == "" {
 			return fmt.Errorf("%w: empty", sdk.ErrInvalidEndpoint)
 		}
-		return latency.TCPDetector{}.Detect(ctx, endpoint)
+		return probe.TCPDetector{}.Detect(ctx, endpoint)
 	}))
 }
 

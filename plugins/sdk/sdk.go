@@ -2,7 +2,7 @@
 // filter into an mqfault plugin binary: one call from main.
 //
 //	func main() {
-//		sdk.ServeDetector(latency.TCPDetector{})
+//		sdk.ServeDetector(probe.TCPDetector{})
 //	}
 //
 // A plugin is started by the host (package plugins/host), never by hand: run
@@ -13,7 +13,7 @@
 // over gRPC with go-plugin's handshake, mutual TLS and protocol version
 // negotiation; errors the plugin returns cross as explicit codes (see package
 // plugins/protocol), so return the sentinels the host knows: wrap
-// latency.ErrProbeInconclusive when a probe tells nothing, ErrNotServing when
+// probe.ErrInconclusive when a probe tells nothing, ErrNotServing when
 // the endpoint says it is not serving, ErrInvalidEndpoint for an address the
 // plugin cannot probe.
 //
@@ -30,7 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 
@@ -58,9 +58,9 @@ var stderr io.Writer = os.Stderr
 // the time the host gave the probe; it should answer by then (an error
 // wrapping context.DeadlineExceeded says the endpoint did not answer in
 // time: unreachable). A Detect that overstays its deadline did not answer:
-// the host is told "inconclusive" (latency.ErrNoAnswer) a latency.ProbeGrace
+// the host is told "inconclusive" (probe.ErrNoAnswer) a probe.Grace
 // later. A panic in it is answered as an inconclusive probe.
-func ServeDetector(d latency.ServiceDetector) {
+func ServeDetector(d probe.ServiceDetector) {
 	serve(protocol.KindDetector, &protocol.DetectorPlugin{Impl: d})
 }
 

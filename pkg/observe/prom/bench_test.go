@@ -135,8 +135,8 @@ func BenchmarkObserveAttempt(b *testing.B) {
 	_, m, l, _ := observed(b)
 	both := observe.JoinProducer(m, l)
 	q := route.MessageQueue{Topic: "T", BrokerName: "broker-01", QueueID: 1}
-	answered := producer.AttemptEvent{Topic: "T", Queue: q, Outcome: producer.Outcome{Class: producer.ClassAnswered, Elapsed: time.Millisecond}}
-	failed := producer.AttemptEvent{Topic: "T", Queue: q, Outcome: producer.Outcome{Class: producer.ClassTransport, Err: errors.New("reset")}}
+	answered := producer.AttemptEvent{Topic: "T", Queue: q, Outcome: producer.Outcome{Class: latency.ClassAnswered, Elapsed: time.Millisecond}}
+	failed := producer.AttemptEvent{Topic: "T", Queue: q, Outcome: producer.Outcome{Class: latency.ClassTransportFailed, Err: errors.New("reset")}}
 	l.OnAttempt(failed) // the first record; the benchmark's are suppressed
 	for _, c := range []struct {
 		name string

@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"errors"
 	"os"
 	"regexp"
 	"testing"
@@ -11,17 +12,20 @@ import (
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
-// TestOutcomeVocabulary: attempts are labelled with latency's outcome classes,
-// so a timeout, a failed connection, a request never sent and the client's own
-// throttling are four series, not one "transport".
+// TestOutcomeVocabulary: attempts are labelled with the one outcome class
+// producer.Classify gives a transport's error, so a timeout, a failed
+// connection, a request never sent and the client's own throttling are four
+// series, not one "transport".
 func TestOutcomeVocabulary(t *testing.T) {
 	m, reg := newRegistered(t)
 	q := route.MessageQueue{Topic: "T", BrokerName: "a"}
-	for _, tk := range []producer.TransportKind{producer.TransportTimeout, producer.TransportNotSent, producer.TransportOverloaded, producer.TransportFailed} {
-		m.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: producer.ClassTransport, Transport: tk}})
+	transport := []latency.Class{latency.ClassTransportTimeout, latency.ClassTransportNotSent, latency.ClassThrottled, latency.ClassTransportFailed}
+	for _, c := range transport {
+		o := producer.Classify(producer.Result{}, &producer.TransportError{Broker: "a", Class: c, Err: errors.New("x")})
+		m.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: o})
 	}
 	got := gather(t, reg)
-	for _, c := range []latency.Class{latency.ClassTransportTimeout, latency.ClassTransportNotSent, latency.ClassThrottled, latency.ClassTransportFailed} {
+	for _, c := range transport {
 		if k := "mqfault_attempts_total{broker=a,outcome=" + c.String() + "}"; got[k] != 1 {
 			t.Errorf("%s = %v, want 1", k, got[k])
 		}
@@ -74,8 +78,8 @@ func TestBrokerSeries(t *testing.T) {
 	s.RouteChanged(info)
 	s.Update("a", 3*time.Second, true, false) // isolated, unreachable
 	s.Update("b", 20*time.Millisecond, false, true)
-	m.OnAttempt(producer.AttemptEvent{Queue: qs[0], Outcome: producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Elapsed: 3 * time.Second}})
-	m.OnAttempt(producer.AttemptEvent{Queue: qs[1], Outcome: producer.Outcome{Class: producer.ClassAnswered, Elapsed: 20 * time.Millisecond}})
+	m.OnAttempt(producer.AttemptEvent{Queue: qs[0], Outcome: producer.Outcome{Class: latency.ClassTransportTimeout, Elapsed: 3 * time.Second}})
+	m.OnAttempt(producer.AttemptEvent{Queue: qs[1], Outcome: producer.Outcome{Class: latency.ClassAnswered, Elapsed: 20 * time.Millisecond}})
 	m.OnIsolate(latency.IsolationEvent{Broker: "a", Reason: latency.ReasonFailure})
 
 	got := gather(t, reg)
@@ -112,7 +116,7 @@ func TestBrokerSeries(t *testing.T) {
 	// A broker that comes back (its attempt makes its fault item again) has
 	// its series again, from zero.
 	s.Update("a", time.Millisecond, false, true)
-	m.OnAttempt(producer.AttemptEvent{Queue: qs[0], Outcome: producer.Outcome{Class: producer.ClassAnswered, Elapsed: time.Millisecond}})
+	m.OnAttempt(producer.AttemptEvent{Queue: qs[0], Outcome: producer.Outcome{Class: latency.ClassAnswered, Elapsed: time.Millisecond}})
 	if got := gather(t, reg); got["mqfault_attempts_total{broker=a,outcome=answered}"] != 1 {
 		t.Errorf("a late attempt to a: %v, want 1", got["mqfault_attempts_total{broker=a,outcome=answered}"])
 	}
@@ -140,7 +144,7 @@ func TestDocListsEveryMetric(t *testing.T) {
 	defer s.Close()
 	m.Watch(s)
 	s.Update("a", time.Second, true, false)
-	m.OnAttempt(producer.AttemptEvent{Queue: route.MessageQueue{Topic: "T", BrokerName: "a"}, Outcome: producer.Outcome{Class: producer.ClassAnswered}})
+	m.OnAttempt(producer.AttemptEvent{Queue: route.MessageQueue{Topic: "T", BrokerName: "a"}, Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 	m.OnSend(producer.SendEvent{Kind: producer.KindSync, Stop: producer.StopAnswered})
 	families, err := reg.Gather()
 	if err != nil {

@@ -101,10 +101,10 @@ var (
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
-// How many kinds, outcome classes and stops the producer has: series are
-// resolved for each in advance, indexed by their numeric values. They come
-// from the producer's own lists, so a class or stop added there gets its
-// series here.
+// How many kinds, outcome classes and stops there are: series are resolved
+// for each in advance, indexed by their numeric values. They come from the
+// producer's and latency's own lists, so a class or stop added there gets
+// its series here.
 var (
 	numKinds   = len(producer.Kinds())
 	numClasses = len(latency.Classes())
@@ -285,10 +285,7 @@ func (m *Metrics) OnProbe(ev latency.ProbeEvent) {
 // OnAttempt counts an attempt by broker and outcome (latency's class), and
 // observes its duration.
 func (m *Metrics) OnAttempt(ev producer.AttemptEvent) {
-	if int(ev.Outcome.Class) >= len(producer.Classes()) {
-		return
-	}
-	if c := int(ev.Outcome.LatencyClass()); c < numClasses {
+	if c := int(ev.Outcome.Class); c < numClasses {
 		b := m.broker(ev.Queue.BrokerName)
 		b.attempts[c].Inc()
 		b.duration.Observe(ev.Outcome.Elapsed.Seconds())

@@ -82,9 +82,9 @@ func TestEvents(t *testing.T) {
 	m.OnProbe(latency.ProbeEvent{Broker: "a"})
 	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: errors.New("refused")})
 	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("x: %w", latency.ErrProbeInconclusive)})
-	m.OnAttempt(producer.AttemptEvent{Queue: q("a"), Outcome: producer.Outcome{Class: producer.ClassTransport}})
-	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: producer.ClassAnswered}})
-	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: producer.ClassAnswered}})
+	m.OnAttempt(producer.AttemptEvent{Queue: q("a"), Outcome: producer.Outcome{Class: latency.ClassTransportFailed}})
+	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
+	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: 99}}) // ignored
 	m.OnSend(producer.SendEvent{Kind: producer.KindSync, Stop: producer.StopAnswered, Elapsed: 30 * time.Millisecond})
 	m.OnSend(producer.SendEvent{Kind: producer.KindAsync, Stop: producer.StopFailed, Elapsed: 2 * time.Second, RetryRefused: true})
@@ -207,7 +207,7 @@ func TestRegisterTwice(t *testing.T) {
 func TestEveryClassAndStop(t *testing.T) {
 	m, reg := newRegistered(t)
 	q := route.MessageQueue{Topic: "T", BrokerName: "a"}
-	for _, c := range producer.Classes() {
+	for _, c := range latency.Classes() {
 		m.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: c}})
 	}
 	for _, k := range producer.Kinds() {
@@ -216,9 +216,8 @@ func TestEveryClassAndStop(t *testing.T) {
 		}
 	}
 	got := gather(t, reg)
-	for _, c := range producer.Classes() {
-		o := producer.Outcome{Class: c}
-		if k := "mqfault_attempts_total{broker=a,outcome=" + o.LatencyClass().String() + "}"; got[k] != 1 {
+	for _, c := range latency.Classes() {
+		if k := "mqfault_attempts_total{broker=a,outcome=" + c.String() + "}"; got[k] != 1 {
 			t.Errorf("%s = %v, want 1", k, got[k])
 		}
 	}

@@ -128,7 +128,7 @@ func TestNew(t *testing.T) {
 	routes.SetQueues("T", map[string]int{"a": 1, "b": 1})
 	tr := producer.TransportFunc(func(_ context.Context, a producer.Attempt) (producer.Result, error) {
 		if a.Queue.BrokerName == "b" {
-			return producer.Result{}, &producer.TransportError{Broker: "b", Kind: producer.TransportNotSent, Err: errors.New("connection refused")}
+			return producer.Result{}, &producer.TransportError{Broker: "b", Class: latency.ClassTransportNotSent, Err: errors.New("connection refused")}
 		}
 		return producer.Result{MsgID: "id"}, nil
 	})

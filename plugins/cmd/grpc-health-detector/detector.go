@@ -14,7 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/sdk"
 )
 
@@ -23,20 +23,20 @@ type healthDetector struct {
 	service string
 }
 
-var _ latency.ServiceDetector = healthDetector{}
+var _ probe.ServiceDetector = healthDetector{}
 
 // Detect asks endpoint's health service about d.service, over a connection
 // of its own that it closes before returning.
 func (d healthDetector) Detect(ctx context.Context, endpoint string) error {
 	if _, _, err := net.SplitHostPort(endpoint); err != nil {
-		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("%w: %v", sdk.ErrInvalidEndpoint, err)}
+		return &probe.Error{Endpoint: endpoint, Err: fmt.Errorf("%w: %v", sdk.ErrInvalidEndpoint, err)}
 	}
 	if err := ctx.Err(); err != nil {
 		return probeFailed(ctx, endpoint, err)
 	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("%w: %v", sdk.ErrInvalidEndpoint, err)}
+		return &probe.Error{Endpoint: endpoint, Err: fmt.Errorf("%w: %v", sdk.ErrInvalidEndpoint, err)}
 	}
 	defer conn.Close()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: d.service})
@@ -44,7 +44,7 @@ func (d healthDetector) Detect(ctx context.Context, endpoint string) error {
 		return probeFailed(ctx, endpoint, err)
 	}
 	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
-		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("%w: health status %s", sdk.ErrNotServing, s)}
+		return &probe.Error{Endpoint: endpoint, Err: fmt.Errorf("%w: health status %s", sdk.ErrNotServing, s)}
 	}
 	return nil
 }
@@ -52,10 +52,10 @@ func (d healthDetector) Detect(ctx context.Context, endpoint string) error {
 // probeFailed turns a failed health check into a detector's answer.
 func probeFailed(ctx context.Context, endpoint string, err error) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return errors.Join(latency.ErrProbeInconclusive, context.Canceled)
+		return errors.Join(probe.ErrInconclusive, context.Canceled)
 	}
 	if ctx.Err() != nil {
-		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("health check: %w", context.DeadlineExceeded)}
+		return &probe.Error{Endpoint: endpoint, Err: fmt.Errorf("health check: %w", context.DeadlineExceeded)}
 	}
 	st := status.Convert(err)
 	var cause error
@@ -75,5 +75,5 @@ func probeFailed(ctx context.Context, endpoint string, err error) error {
 	default:
 		cause = fmt.Errorf("health check: %s: %s", st.Code(), st.Message())
 	}
-	return &latency.ProbeError{Endpoint: endpoint, Err: cause}
+	return &probe.Error{Endpoint: endpoint, Err: cause}
 }

@@ -12,8 +12,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/plugins/plugintest"
 	"github.com/mqfault/mqfault/plugins/sdk"
@@ -62,11 +63,11 @@ func bareServer(t testing.TB) string {
 	return l.Addr().String()
 }
 
-func endpoints(t *testing.T) detectortest.Endpoints {
-	return detectortest.Endpoints{
+func endpoints(t *testing.T) probetest.Endpoints {
+	return probetest.Endpoints{
 		Reachable:   []string{healthServer(t)},
-		Unreachable: []string{detectortest.ClosedTCP(t), bareServer(t), detectortest.ListenTCP(t)},
-		Silent:      []string{detectortest.SilentTCP(t)},
+		Unreachable: []string{probetest.ClosedTCP(t), bareServer(t), probetest.ListenTCP(t)},
+		Silent:      []string{probetest.SilentTCP(t)},
 	}
 }
 
@@ -74,7 +75,7 @@ func endpoints(t *testing.T) detectortest.Endpoints {
 // served by the built plugin.
 func TestConformance(t *testing.T) {
 	t.Run("in process", func(t *testing.T) {
-		detectortest.Run(t, healthDetector{}, endpoints(t))
+		probetest.Run(t, healthDetector{}, endpoints(t))
 	})
 	t.Run("plugin", func(t *testing.T) {
 		d, err := host.NewDetector(host.Config{Path: bin})
@@ -82,7 +83,7 @@ func TestConformance(t *testing.T) {
 			t.Fatalf("NewDetector() error = %v", err)
 		}
 		defer d.Close()
-		detectortest.Run(t, d, endpoints(t))
+		probetest.Run(t, d, endpoints(t))
 	})
 }
 
@@ -104,26 +105,26 @@ func TestVerdicts(t *testing.T) {
 		{"not serving", "billing", up, sdk.ErrNotServing},
 		{"unknown service", "nosuch", up, sdk.ErrNotServing},
 		{"no health service", "", bareServer(t), sdk.ErrNotServing},
-		{"refused", "", detectortest.ClosedTCP(t), syscall.ECONNREFUSED},
-		{"silent", "", detectortest.SilentTCP(t), context.DeadlineExceeded},
+		{"refused", "", probetest.ClosedTCP(t), syscall.ECONNREFUSED},
+		{"silent", "", probetest.SilentTCP(t), context.DeadlineExceeded},
 		{"bad endpoint", "", "no-port", sdk.ErrInvalidEndpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := latency.NewManualClock(time.Unix(1000, 0))
-			d, err := host.NewDetector(host.Config{Path: bin, Args: []string{"--service", tt.service}, Clock: clock})
+			clk := clock.NewManual(time.Unix(1000, 0))
+			d, err := host.NewDetector(host.Config{Path: bin, Args: []string{"--service", tt.service}, Clock: clk})
 			if err != nil {
 				t.Fatalf("NewDetector() error = %v", err)
 			}
 			defer d.Close()
-			ctx, cancel := latency.WithClockTimeout(context.Background(), clock, time.Second)
+			ctx, cancel := clock.WithTimeout(context.Background(), clk, time.Second)
 			defer cancel()
 			res := make(chan error, 1)
 			go func() { res <- d.Detect(ctx, tt.endpoint) }()
 			select {
 			case err = <-res:
 			case <-time.After(patience):
-				clock.Advance(time.Second) // the host's deadline: Detect returns
+				clk.Advance(time.Second) // the host's deadline: Detect returns
 				<-res
 				t.Fatalf("Detect(%s) did not return within %v: the plugin never answered", tt.endpoint, patience)
 			}
@@ -133,7 +134,7 @@ func TestVerdicts(t *testing.T) {
 				}
 				return
 			}
-			var pe *latency.ProbeError
+			var pe *probe.Error
 			if !errors.Is(err, tt.wantIs) || !errors.As(err, &pe) {
 				t.Errorf("Detect(%s) = %v, want an unreachable *ProbeError matching %v", tt.endpoint, err, tt.wantIs)
 			}

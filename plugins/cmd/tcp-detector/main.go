@@ -1,6 +1,6 @@
 // Command tcp-detector is an mqfault detector plugin: an endpoint is
 // reachable when a TCP connection to it succeeds within the probe's timeout
-// (latency.TCPDetector, served through plugins/sdk).
+// (probe.TCPDetector, served through plugins/sdk).
 //
 // It is started by a host, not by hand:
 //
@@ -10,10 +10,10 @@
 package main
 
 import (
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/plugins/sdk"
 )
 
 func main() {
-	sdk.ServeDetector(latency.TCPDetector{}) // any latency.ServiceDetector
+	sdk.ServeDetector(probe.TCPDetector{}) // any probe.ServiceDetector
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/plugins/plugintest"
 )
@@ -42,9 +42,9 @@ func TestConformance(t *testing.T) {
 		t.Fatalf("NewDetector() error = %v", err)
 	}
 	defer d.Close()
-	detectortest.Run(t, d, detectortest.Endpoints{
-		Reachable:   []string{detectortest.ListenTCP(t), detectortest.SilentTCP(t)},
-		Unreachable: []string{detectortest.ClosedTCP(t)},
+	probetest.Run(t, d, probetest.Endpoints{
+		Reachable:   []string{probetest.ListenTCP(t), probetest.SilentTCP(t)},
+		Unreachable: []string{probetest.ClosedTCP(t)},
 	})
 }
 
@@ -56,9 +56,9 @@ func TestAgreesWithBuiltIn(t *testing.T) {
 		t.Fatalf("NewDetector() error = %v", err)
 	}
 	defer d.Close()
-	for _, ep := range []string{detectortest.ListenTCP(t), detectortest.ClosedTCP(t), "no-port"} {
+	for _, ep := range []string{probetest.ListenTCP(t), probetest.ClosedTCP(t), "no-port"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		want, got := latency.TCPDetector{}.Detect(ctx, ep), d.Detect(ctx, ep)
+		want, got := probe.TCPDetector{}.Detect(ctx, ep), d.Detect(ctx, ep)
 		cancel()
 		if (want == nil) != (got == nil) {
 			t.Errorf("plugin Detect(%q) = %v, built-in = %v", ep, got, want)
@@ -96,10 +96,10 @@ func BenchmarkDetect(b *testing.B) {
 }
 
 // BenchmarkDetectBuiltIn is the baseline of BenchmarkDetect.
-func BenchmarkDetectBuiltIn(b *testing.B) { benchDetect(b, latency.TCPDetector{}) }
+func BenchmarkDetectBuiltIn(b *testing.B) { benchDetect(b, probe.TCPDetector{}) }
 
-func benchDetect(b *testing.B, d latency.ServiceDetector) {
-	up := detectortest.ListenTCP(b)
+func benchDetect(b *testing.B, d probe.ServiceDetector) {
+	up := probetest.ListenTCP(b)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b.ReportAllocs()

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/plugins/plugintest"
 )
@@ -52,10 +52,10 @@ func TestConformance(t *testing.T) {
 	}
 	defer d.Close()
 	hung := broker(t, remotingtest.Fault{Hung: true}).Addr()
-	detectortest.Run(t, d, detectortest.Endpoints{
+	probetest.Run(t, d, probetest.Endpoints{
 		Reachable:   []string{broker(t, remotingtest.Fault{}).Addr()},
-		Unreachable: []string{detectortest.ClosedTCP(t), detectortest.ListenTCP(t), hung},
-		Silent:      []string{detectortest.SilentTCP(t), hung},
+		Unreachable: []string{probetest.ClosedTCP(t), probetest.ListenTCP(t), hung},
+		Silent:      []string{probetest.SilentTCP(t), hung},
 		Timeout:     2 * time.Second,
 	})
 }
@@ -141,8 +141,8 @@ func TestParse(t *testing.T) {
 func TestMqfaultProbe(t *testing.T) {
 	mqfault := buildMqfault(t)
 	live := broker(t, remotingtest.Fault{}).Addr()
-	closed := detectortest.ClosedTCP(t)
-	silent := detectortest.SilentTCP(t)
+	closed := probetest.ClosedTCP(t)
+	silent := probetest.SilentTCP(t)
 	hung := broker(t, remotingtest.Fault{Hung: true}).Addr()
 	// The plugin beside the command, as the README's ./rocketmq-detector.
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // DefaultTopic is the topic a probe asks about when none is given:
@@ -24,7 +24,7 @@ import (
 // processing is alive either way.
 const DefaultTopic = "TBW102"
 
-// Detector is a latency.ServiceDetector for RocketMQ brokers. Detect dials
+// Detector is a probe.ServiceDetector for RocketMQ brokers. Detect dials
 // the endpoint (host:port of a broker's remoting port), sends one
 // GET_MAX_OFFSET request for queue QueueID of Topic, and reads one frame:
 //
@@ -36,9 +36,9 @@ const DefaultTopic = "TBW102"
 //     undecodable header, a request, a foreign opaque, no offset): an
 //     unreachable error wrapping ErrMalformed that says what was wrong;
 //   - a refused or failed dial, a connection closed before the answer, or
-//     no answer by ctx's deadline: unreachable (a *latency.ProbeError);
+//     no answer by ctx's deadline: unreachable (a *probe.Error);
 //   - ctx cancelled (not its deadline passing): inconclusive
-//     (latency.ErrProbeInconclusive).
+//     (probe.ErrInconclusive).
 //
 // Detect returns once ctx is done, whatever the peer does; it allocates at
 // most MaxFrameSize for an answer and never panics on what it reads. The
@@ -60,7 +60,7 @@ type Detector struct {
 	Dialer *net.Dialer
 }
 
-var _ latency.ServiceDetector = (*Detector)(nil)
+var _ probe.ServiceDetector = (*Detector)(nil)
 
 // opaques numbers requests across every Detector of the process.
 var opaques atomic.Int32
@@ -73,7 +73,7 @@ type Queue struct {
 	Broker string
 }
 
-// Detect implements latency.ServiceDetector, asking about d's queue.
+// Detect implements probe.ServiceDetector, asking about d's queue.
 func (d *Detector) Detect(ctx context.Context, endpoint string) error {
 	return d.DetectQueue(ctx, endpoint, Queue{Topic: d.Topic, QueueID: d.QueueID, Broker: d.Broker})
 }
@@ -85,7 +85,7 @@ func (d *Detector) DetectQueue(ctx context.Context, endpoint string, q Queue) er
 		return inconclusiveOr(ctx, endpoint, err)
 	}
 	if _, _, err := net.SplitHostPort(endpoint); err != nil {
-		return &latency.ProbeError{Endpoint: endpoint, Err: err}
+		return &probe.Error{Endpoint: endpoint, Err: err}
 	}
 	topic := q.Topic
 	if topic == "" {
@@ -128,12 +128,12 @@ func (d *Detector) DetectQueue(ctx context.Context, endpoint string, q Queue) er
 	h, err := readFrame(conn, maxFrame, buf[:])
 	if err != nil {
 		if errors.Is(err, ErrMalformed) {
-			return &latency.ProbeError{Endpoint: endpoint, Err: err}
+			return &probe.Error{Endpoint: endpoint, Err: err}
 		}
 		return inconclusiveOr(ctx, endpoint, err)
 	}
 	if _, err := checkAnswer(h, opaque); err != nil {
-		return &latency.ProbeError{Endpoint: endpoint, Err: err}
+		return &probe.Error{Endpoint: endpoint, Err: err}
 	}
 	return nil
 }
@@ -143,12 +143,12 @@ func (d *Detector) DetectQueue(ctx context.Context, endpoint string, q Queue) er
 func inconclusiveOr(ctx context.Context, endpoint string, err error) error {
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.Canceled):
-		return errors.Join(latency.ErrProbeInconclusive, err)
+		return errors.Join(probe.ErrInconclusive, err)
 	case errors.Is(ctxErr, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		// The socket deadline is ctx's: it may fire a moment before ctx is done.
-		return &latency.ProbeError{Endpoint: endpoint, Err: fmt.Errorf("no answer within the probe's deadline: %w", errors.Join(context.DeadlineExceeded, err))}
+		return &probe.Error{Endpoint: endpoint, Err: fmt.Errorf("no answer within the probe's deadline: %w", errors.Join(context.DeadlineExceeded, err))}
 	}
-	return &latency.ProbeError{Endpoint: endpoint, Err: err}
+	return &probe.Error{Endpoint: endpoint, Err: err}
 }
 
 // readFrame reads one frame of at most maxFrame bytes after its length

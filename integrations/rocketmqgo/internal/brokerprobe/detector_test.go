@@ -17,8 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
-	"github.com/mqfault/mqfault/pkg/latency"
-	"github.com/mqfault/mqfault/pkg/latency/detectortest"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,10 +47,10 @@ func hungBroker(t testing.TB) *remotingtest.Broker {
 // is reachable, a closed port unreachable, a port that accepts and stays
 // mute and a hung broker time out.
 func TestConformance(t *testing.T) {
-	detectortest.Run(t, &Detector{}, detectortest.Endpoints{
+	probetest.Run(t, &Detector{}, probetest.Endpoints{
 		Reachable:   []string{broker(t).Addr()},
-		Unreachable: []string{detectortest.ClosedTCP(t), detectortest.ListenTCP(t), hungBroker(t).Addr()},
-		Silent:      []string{detectortest.SilentTCP(t), hungBroker(t).Addr()},
+		Unreachable: []string{probetest.ClosedTCP(t), probetest.ListenTCP(t), hungBroker(t).Addr()},
+		Silent:      []string{probetest.SilentTCP(t), hungBroker(t).Addr()},
 		Timeout:     time.Second,
 	})
 }
@@ -227,9 +228,9 @@ func TestAnswers(t *testing.T) {
 				}
 				return
 			}
-			var pe *latency.ProbeError
-			if !errors.As(err, &pe) || errors.Is(err, latency.ErrProbeInconclusive) {
-				t.Fatalf("Detect() = %v, want an unreachable *latency.ProbeError", err)
+			var pe *probe.Error
+			if !errors.As(err, &pe) || errors.Is(err, probe.ErrInconclusive) {
+				t.Fatalf("Detect() = %v, want an unreachable *probe.Error", err)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Detect() = %v, want it to say %q", err, tt.want)
@@ -258,13 +259,13 @@ func TestDeadlineIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := (&Detector{}).Detect(ctx, addr)
-	if err == nil || errors.Is(err, latency.ErrProbeInconclusive) || !errors.Is(err, context.DeadlineExceeded) ||
+	if err == nil || errors.Is(err, probe.ErrInconclusive) || !errors.Is(err, context.DeadlineExceeded) ||
 		!strings.Contains(err.Error(), "no answer within the probe's deadline") {
 		t.Fatalf("Detect(hung) = %v, want unreachable: no answer within the deadline", err)
 	}
 	cctx, ccancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, ccancel)
-	if err := (&Detector{}).Detect(cctx, addr); !errors.Is(err, latency.ErrProbeInconclusive) {
+	if err := (&Detector{}).Detect(cctx, addr); !errors.Is(err, probe.ErrInconclusive) {
 		t.Fatalf("Detect(hung) cancelled = %v, want inconclusive", err)
 	}
 }
@@ -273,16 +274,16 @@ func TestDeadlineIsUnreachable(t *testing.T) {
 // manual clock) ends the probe though its wall-clock deadline is far off.
 func TestManualClockDeadline(t *testing.T) {
 	addr := hungBroker(t).Addr()
-	clock := latency.NewManualClock(time.Unix(0, 0))
-	ctx, cancel := latency.WithClockTimeout(context.Background(), clock, time.Hour)
+	clk := clock.NewManual(time.Unix(0, 0))
+	ctx, cancel := clock.WithTimeout(context.Background(), clk, time.Hour)
 	defer cancel()
 	res := make(chan error, 1)
 	go func() { res <- (&Detector{}).Detect(ctx, addr) }()
 	time.Sleep(20 * time.Millisecond)
-	clock.Advance(time.Hour)
+	clk.Advance(time.Hour)
 	select {
 	case err := <-res:
-		if err == nil || errors.Is(err, latency.ErrProbeInconclusive) {
+		if err == nil || errors.Is(err, probe.ErrInconclusive) {
 			t.Fatalf("Detect() = %v, want unreachable", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -324,7 +325,7 @@ func FuzzAnswer(f *testing.F) {
 }
 
 // BenchmarkDetect is the cost of one probe of a live loopback broker
-// (dial, request, answer, close), beside latency.TCPDetector's connect.
+// (dial, request, answer, close), beside probe.TCPDetector's connect.
 func BenchmarkDetect(b *testing.B) {
 	addr := broker(b).Addr()
 	ctx := context.Background()
@@ -340,7 +341,7 @@ func BenchmarkDetect(b *testing.B) {
 	b.Run("TCPDetector", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := (latency.TCPDetector{}).Detect(ctx, addr); err != nil {
+			if err := (probe.TCPDetector{}).Detect(ctx, addr); err != nil {
 				b.Fatal(err)
 			}
 		}

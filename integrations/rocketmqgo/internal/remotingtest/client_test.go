@@ -23,7 +23,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // These tests drive the real rocketmq-client-go v2.1.2 producer against the
@@ -411,8 +411,8 @@ func TestFaultsAsTheClientSeesThem(t *testing.T) {
 // TestSlowAnswerOnManualClock shows a late answer: the client gives up, the
 // broker answers when the test moves its clock, and the client ignores it.
 func TestSlowAnswerOnManualClock(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(0, 0))
-	c := newClusterWith(t, []remotingtest.Option{remotingtest.WithClock(clock)}, "broker-a")
+	clk := clock.NewManual(time.Unix(0, 0))
+	c := newClusterWith(t, []remotingtest.Option{remotingtest.WithClock(clk)}, "broker-a")
 	b := c.brokers["broker-a"]
 	p := newProducer(t, c, producer.WithQueueSelector(&fixedSelector{broker: "broker-a", queue: 0}))
 	if err := b.SetFault(remotingtest.Fault{Delay: 5 * time.Second}); err != nil {
@@ -423,12 +423,12 @@ func TestSlowAnswerOnManualClock(t *testing.T) {
 	}
 	// Once the send is logged its delay timer is set.
 	await(t, b, func(rs []remotingtest.Request) bool { return len(sendsOf(rs)) > 0 })
-	clock.Advance(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	rs := await(t, b, func(rs []remotingtest.Request) bool {
 		return len(rs) > 0 && rs[0].Outcome == remotingtest.OutcomeAnswered
 	})
 	if d := rs[0].AnsweredAt.Sub(rs[0].Time); d != 5*time.Second {
-		t.Errorf("late answer logged %v after reading, want 5s on the manual clock", d)
+		t.Errorf("late answer logged %v after reading, want 5s on the manual clk", d)
 	}
 	if err := b.SetFault(remotingtest.Fault{}); err != nil {
 		t.Fatalf("SetFault(none) error = %v", err)

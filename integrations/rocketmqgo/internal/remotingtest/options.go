@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // ErrClosed is returned by the methods of a server that has been closed.
@@ -15,7 +15,7 @@ var ErrClosed = errors.New("remotingtest: server closed")
 type Option func(*options) error
 
 type options struct {
-	clock    latency.Clock
+	clock    clock.Clock
 	logger   *slog.Logger
 	maxFrame int
 	cluster  string
@@ -23,7 +23,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		clock:    latency.RealClock{},
+		clock:    clock.Real{},
 		logger:   slog.Default(),
 		maxFrame: DefaultMaxFrameSize,
 		cluster:  "DefaultCluster",
@@ -44,11 +44,11 @@ func buildOptions(opts []Option) (options, error) {
 }
 
 // WithClock makes the server read the time of its log entries and wait out
-// Fault.Delay on c (default latency.RealClock). With a latency.ManualClock a
+// Fault.Delay on c (default clock.Real). With a clock.Manual a
 // delayed answer goes out when the test advances the clock past it; the
 // delay's timer is set before the request's log entry appears, so a test can
 // Await the entry, then advance.
-func WithClock(c latency.Clock) Option {
+func WithClock(c clock.Clock) Option {
 	return func(o *options) error {
 		if c == nil {
 			return errors.New("remotingtest: WithClock(nil)")

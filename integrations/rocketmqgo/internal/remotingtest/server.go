@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // writeTimeout bounds the write of one response, so a client that stopped
@@ -217,7 +217,7 @@ func (s *server) dispatch(c *conn, remote string, req *command) {
 	// manual clock may advance it as soon as it sees the entry.
 	var (
 		fired chan struct{}
-		timer latency.Timer
+		timer clock.Timer
 	)
 	if f.Delay > 0 {
 		fired = make(chan struct{})
@@ -230,7 +230,7 @@ func (s *server) dispatch(c *conn, remote string, req *command) {
 }
 
 // answer waits for fired (when not nil), then writes the answer.
-func (s *server) answer(c *conn, req *command, seq int, f Fault, answer func() reply, fired chan struct{}, timer latency.Timer) {
+func (s *server) answer(c *conn, req *command, seq int, f Fault, answer func() reply, fired chan struct{}, timer clock.Timer) {
 	defer s.wg.Done()
 	if fired != nil {
 		select {

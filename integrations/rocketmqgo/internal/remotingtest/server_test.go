@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // hangGuard bounds every wait of these tests, so a bug fails them instead of
@@ -311,8 +311,8 @@ func TestHeartbeatAndUnregister(t *testing.T) {
 }
 
 func TestDelayOnManualClock(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(1000, 0))
-	b := newTestBroker(t, WithClock(clock))
+	clk := clock.NewManual(time.Unix(1000, 0))
+	b := newTestBroker(t, WithClock(clk))
 	if err := b.SetFault(Fault{Delay: time.Second}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
@@ -323,13 +323,13 @@ func TestDelayOnManualClock(t *testing.T) {
 		t.Fatalf("heartbeat answered %d, want %d", resp.code, CodeSuccess)
 	}
 	if got := entry(t, b.Requests(), 1); got.Outcome != OutcomePending {
-		t.Fatalf("delayed send logged %v before the clock moved, want pending", got.Outcome)
+		t.Fatalf("delayed send logged %v before the clk moved, want pending", got.Outcome)
 	}
 	// The send is logged, so its delay timer is set.
-	if got := clock.Pending(); got != 1 {
-		t.Fatalf("manual clock has %d timers, want the delay's 1", got)
+	if got := clk.Pending(); got != 1 {
+		t.Fatalf("manual clk has %d timers, want the delay's 1", got)
 	}
-	clock.Advance(time.Second)
+	clk.Advance(time.Second)
 	resp, err := rc.recv()
 	if err != nil || resp.opaque != opaque || resp.code != CodeSuccess {
 		t.Fatalf("after the delay recv() = %+v, %v; want success for opaque %d", resp, err, opaque)

@@ -1,18 +1,18 @@
-// Package detectortest is the conformance suite for latency.ServiceDetector
+// Package probetest is the conformance suite for probe.ServiceDetector
 // implementations: the built-in TCP detector, a detector served by a plugin,
 // anyone's own. Run it from a test of the detector, with endpoints the
 // detector must find reachable and unreachable:
 //
 //	func TestConformance(t *testing.T) {
-//		detectortest.Run(t, myDetector, detectortest.Endpoints{
-//			Reachable:   []string{detectortest.ListenTCP(t)},
-//			Unreachable: []string{detectortest.ClosedTCP(t)},
+//		probetest.Run(t, myDetector, probetest.Endpoints{
+//			Reachable:   []string{probetest.ListenTCP(t)},
+//			Unreachable: []string{probetest.ClosedTCP(t)},
 //		})
 //	}
 //
 // The checks also run one by one (CheckReachable, ...); each takes a
 // testing.TB.
-package detectortest
+package probetest
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // Endpoints are the endpoints a detector is probed on.
@@ -32,7 +32,7 @@ type Endpoints struct {
 	// Reachable endpoints: Detect must return nil.
 	Reachable []string
 	// Unreachable endpoints: Detect must return an error that does not
-	// match latency.ErrProbeInconclusive.
+	// match probe.ErrInconclusive.
 	Unreachable []string
 	// Silent endpoints never answer the detector's question (for a TCP
 	// detector a black hole; for an application-level detector a server
@@ -50,10 +50,10 @@ type Endpoints struct {
 const grace = 10 * time.Second
 
 // Run runs every check as a subtest.
-func Run(t *testing.T, d latency.ServiceDetector, eps Endpoints) {
+func Run(t *testing.T, d probe.ServiceDetector, eps Endpoints) {
 	t.Helper()
 	if len(eps.Reachable) == 0 || len(eps.Unreachable) == 0 {
-		t.Fatal("detectortest.Run: need at least one reachable and one unreachable endpoint")
+		t.Fatal("probetest.Run: need at least one reachable and one unreachable endpoint")
 	}
 	t.Run("reachable", func(t *testing.T) { CheckReachable(t, d, eps) })
 	t.Run("unreachable", func(t *testing.T) { CheckUnreachable(t, d, eps) })
@@ -77,7 +77,7 @@ func (e Endpoints) timeout() time.Duration {
 
 // detect calls d with a deadline of timeout and fails tb if it does not
 // return within timeout plus grace.
-func detect(tb testing.TB, d latency.ServiceDetector, ctx context.Context, endpoint string, timeout time.Duration) error {
+func detect(tb testing.TB, d probe.ServiceDetector, ctx context.Context, endpoint string, timeout time.Duration) error {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -93,7 +93,7 @@ func detect(tb testing.TB, d latency.ServiceDetector, ctx context.Context, endpo
 }
 
 // CheckReachable checks that every reachable endpoint is found reachable.
-func CheckReachable(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckReachable(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	for _, ep := range eps.Reachable {
 		if err := detect(tb, d, context.Background(), ep, eps.timeout()); err != nil {
@@ -104,11 +104,11 @@ func CheckReachable(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 
 // CheckUnreachable checks that every unreachable endpoint is found
 // unreachable: an error, and not an inconclusive one.
-func CheckUnreachable(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckUnreachable(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	for _, ep := range eps.Unreachable {
 		err := detect(tb, d, context.Background(), ep, eps.timeout())
-		if err == nil || errors.Is(err, latency.ErrProbeInconclusive) {
+		if err == nil || errors.Is(err, probe.ErrInconclusive) {
 			tb.Errorf("Detect(%q) = %v, want an unreachable error (not nil, not inconclusive)", ep, err)
 		}
 	}
@@ -116,7 +116,7 @@ func CheckUnreachable(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 
 // CheckSilent checks that a probe of a silent endpoint ends, with an error,
 // once its deadline passes.
-func CheckSilent(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckSilent(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	for _, ep := range eps.Silent {
 		if err := detect(tb, d, context.Background(), ep, eps.timeout()/10); err == nil {
@@ -126,15 +126,15 @@ func CheckSilent(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 }
 
 // CheckCancelled checks that a probe whose ctx is cancelled (before or
-// while it runs) returns an error matching latency.ErrProbeInconclusive: a
+// while it runs) returns an error matching probe.ErrInconclusive: a
 // cancelled probe tells nothing.
-func CheckCancelled(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckCancelled(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	eplist := append(append([]string(nil), eps.Reachable[0], eps.Unreachable[0]), eps.Silent...)
 	for _, ep := range eplist {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := detect(tb, d, ctx, ep, eps.timeout()); !errors.Is(err, latency.ErrProbeInconclusive) {
+		if err := detect(tb, d, ctx, ep, eps.timeout()); !errors.Is(err, probe.ErrInconclusive) {
 			tb.Errorf("Detect(%q) with a cancelled ctx = %v, want an error matching ErrProbeInconclusive", ep, err)
 		}
 	}
@@ -145,7 +145,7 @@ func CheckCancelled(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 		cancel()
 		select {
 		case err := <-res:
-			if !errors.Is(err, latency.ErrProbeInconclusive) {
+			if !errors.Is(err, probe.ErrInconclusive) {
 				tb.Errorf("Detect(%q) cancelled while running = %v, want an error matching ErrProbeInconclusive", ep, err)
 			}
 		case <-time.After(grace):
@@ -156,7 +156,7 @@ func CheckCancelled(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 
 // CheckBadEndpoints probes malformed endpoints: each must give an error, and
 // none may panic.
-func CheckBadEndpoints(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckBadEndpoints(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	for _, ep := range []string{"", "no-port", ":", "[::1", "127.0.0.1:99999", "127.0.0.1:-1", strings.Repeat("x", 4096) + ":1", "\x00:1"} {
 		func() {
@@ -181,7 +181,7 @@ func clip(s string) string {
 
 // CheckConcurrent probes reachable and unreachable endpoints from several
 // goroutines at once: every answer must be the same as alone.
-func CheckConcurrent(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
+func CheckConcurrent(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 	tb.Helper()
 	const workers, rounds = 8, 4
 	var wg sync.WaitGroup
@@ -197,7 +197,7 @@ func CheckConcurrent(tb testing.TB, d latency.ServiceDetector, eps Endpoints) {
 					errs <- fmt.Sprintf("concurrent Detect(%q) = %v, want nil", up, err)
 				}
 				down := eps.Unreachable[(w+r)%len(eps.Unreachable)]
-				if err := d.Detect(ctx, down); err == nil || errors.Is(err, latency.ErrProbeInconclusive) {
+				if err := d.Detect(ctx, down); err == nil || errors.Is(err, probe.ErrInconclusive) {
 					errs <- fmt.Sprintf("concurrent Detect(%q) = %v, want unreachable", down, err)
 				}
 				cancel()

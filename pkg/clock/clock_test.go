@@ -1,13 +1,14 @@
-package latency_test
+package clock_test
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 var t0 = time.UnixMilli(1000000)
@@ -16,10 +17,10 @@ var t0 = time.UnixMilli(1000000)
 func ms(t time.Time) int64 { return t.Sub(t0).Milliseconds() }
 
 func TestManualClockTimerOrder(t *testing.T) {
-	c := latency.NewManualClock(t0)
+	c := clock.NewManual(t0)
 	var fired []string
 	at := func(name string) func() {
-		return func() { fired = append(fired, name+"@"+itoa(ms(c.Now()))) }
+		return func() { fired = append(fired, name+"@"+strconv.FormatInt(ms(c.Now()), 10)) }
 	}
 	c.AfterFunc(30*time.Millisecond, at("c"))
 	c.AfterFunc(10*time.Millisecond, at("a"))
@@ -59,21 +60,21 @@ func TestManualClockTimerOrder(t *testing.T) {
 func TestManualClockStopReset(t *testing.T) {
 	tests := []struct {
 		name      string
-		do        func(c *latency.ManualClock, tm latency.Timer) []bool // results of Stop/Reset
+		do        func(c *clock.Manual, tm clock.Timer) []bool // results of Stop/Reset
 		advance   time.Duration
 		wantCalls int
 		wantRes   []bool
 	}{
 		{
 			name:      "stop pending",
-			do:        func(_ *latency.ManualClock, tm latency.Timer) []bool { return []bool{tm.Stop(), tm.Stop()} },
+			do:        func(_ *clock.Manual, tm clock.Timer) []bool { return []bool{tm.Stop(), tm.Stop()} },
 			advance:   time.Second,
 			wantCalls: 0,
 			wantRes:   []bool{true, false},
 		},
 		{
 			name: "stop after firing",
-			do: func(c *latency.ManualClock, tm latency.Timer) []bool {
+			do: func(c *clock.Manual, tm clock.Timer) []bool {
 				c.Advance(10 * time.Millisecond)
 				return []bool{tm.Stop()}
 			},
@@ -83,14 +84,14 @@ func TestManualClockStopReset(t *testing.T) {
 		},
 		{
 			name:      "reset pending moves it",
-			do:        func(_ *latency.ManualClock, tm latency.Timer) []bool { return []bool{tm.Reset(time.Second)} },
+			do:        func(_ *clock.Manual, tm clock.Timer) []bool { return []bool{tm.Reset(time.Second)} },
 			advance:   999 * time.Millisecond,
 			wantCalls: 0,
 			wantRes:   []bool{true},
 		},
 		{
 			name: "reset after firing fires again",
-			do: func(c *latency.ManualClock, tm latency.Timer) []bool {
+			do: func(c *clock.Manual, tm clock.Timer) []bool {
 				c.Advance(10 * time.Millisecond)
 				return []bool{tm.Reset(5 * time.Millisecond)}
 			},
@@ -100,7 +101,7 @@ func TestManualClockStopReset(t *testing.T) {
 		},
 		{
 			name: "reset after stop",
-			do: func(_ *latency.ManualClock, tm latency.Timer) []bool {
+			do: func(_ *clock.Manual, tm clock.Timer) []bool {
 				return []bool{tm.Stop(), tm.Reset(time.Millisecond)}
 			},
 			advance:   time.Millisecond,
@@ -110,7 +111,7 @@ func TestManualClockStopReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := latency.NewManualClock(t0)
+			c := clock.NewManual(t0)
 			calls := 0
 			tm := c.AfterFunc(10*time.Millisecond, func() { calls++ })
 			res := tt.do(c, tm)
@@ -126,7 +127,7 @@ func TestManualClockStopReset(t *testing.T) {
 }
 
 func TestManualClockZeroDelay(t *testing.T) {
-	c := latency.NewManualClock(t0)
+	c := clock.NewManual(t0)
 	ran := false
 	c.AfterFunc(0, func() { ran = true })
 	c.AfterFunc(-time.Second, func() {})
@@ -143,10 +144,10 @@ func TestManualClockZeroDelay(t *testing.T) {
 // so they may read it, schedule, stop and move it; what falls due on the way
 // fires in the same Advance.
 func TestManualClockCallbacksUseClock(t *testing.T) {
-	c := latency.NewManualClock(t0)
+	c := clock.NewManual(t0)
 	var fired []string
-	note := func(name string) { fired = append(fired, name+"@"+itoa(ms(c.Now()))) }
-	var victim latency.Timer
+	note := func(name string) { fired = append(fired, name+"@"+strconv.FormatInt(ms(c.Now()), 10)) }
+	var victim clock.Timer
 	c.AfterFunc(10*time.Millisecond, func() {
 		note("first")
 		c.AfterFunc(5*time.Millisecond, func() { note("scheduled") }) // due at 15, inside this Advance
@@ -177,7 +178,7 @@ func TestManualClockCallbacksUseClock(t *testing.T) {
 // back and lets no time pass: Elapsed and the timers do not move, and the
 // timer fires once its time has passed. Set forward again lets time pass.
 func TestManualClockSetBackwards(t *testing.T) {
-	c := latency.NewManualClock(t0)
+	c := clock.NewManual(t0)
 	ran := 0
 	c.AfterFunc(10*time.Millisecond, func() { ran++ })
 	c.Set(t0.Add(-time.Hour))
@@ -202,7 +203,7 @@ func TestManualClockSetBackwards(t *testing.T) {
 }
 
 func TestManualClockTicker(t *testing.T) {
-	c := latency.NewManualClock(t0)
+	c := clock.NewManual(t0)
 	tk := c.NewTicker(3 * time.Second)
 	select {
 	case <-tk.C():
@@ -246,7 +247,7 @@ func TestManualClockTicker(t *testing.T) {
 func TestManualClockStepTicker(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		t.Run(d.String(), func(t *testing.T) {
-			c := latency.NewManualClock(t0)
+			c := clock.NewManual(t0)
 			tk := c.NewTicker(d)
 			defer tk.Stop()
 			for i := range 3 {
@@ -268,7 +269,7 @@ func TestManualClockStepTicker(t *testing.T) {
 }
 
 func TestRealClock(t *testing.T) {
-	var c latency.Clock = latency.RealClock{}
+	var c clock.Clock = clock.Real{}
 	before := time.Now()
 	if now := c.Now(); now.Before(before) {
 		t.Errorf("Now() = %v, before %v", now, before)
@@ -289,26 +290,26 @@ func TestWithClockTimeout(t *testing.T) {
 	tests := []struct {
 		name    string
 		parent  func() (context.Context, context.CancelFunc)
-		act     func(c *latency.ManualClock, cancel context.CancelFunc, parentCancel context.CancelFunc)
+		act     func(c *clock.Manual, cancel context.CancelFunc, parentCancel context.CancelFunc)
 		wantErr error // nil: not done
 	}{
 		{
 			name: "not done before the clock reaches the timeout",
-			act:  func(c *latency.ManualClock, _, _ context.CancelFunc) { c.Advance(199 * time.Millisecond) },
+			act:  func(c *clock.Manual, _, _ context.CancelFunc) { c.Advance(199 * time.Millisecond) },
 		},
 		{
 			name:    "deadline exceeded when the clock reaches it",
-			act:     func(c *latency.ManualClock, _, _ context.CancelFunc) { c.Advance(200 * time.Millisecond) },
+			act:     func(c *clock.Manual, _, _ context.CancelFunc) { c.Advance(200 * time.Millisecond) },
 			wantErr: context.DeadlineExceeded,
 		},
 		{
 			name:    "cancelled by its cancel",
-			act:     func(_ *latency.ManualClock, cancel, _ context.CancelFunc) { cancel() },
+			act:     func(_ *clock.Manual, cancel, _ context.CancelFunc) { cancel() },
 			wantErr: context.Canceled,
 		},
 		{
 			name: "cancel after expiry keeps deadline exceeded",
-			act: func(c *latency.ManualClock, cancel, _ context.CancelFunc) {
+			act: func(c *clock.Manual, cancel, _ context.CancelFunc) {
 				c.Advance(time.Second)
 				cancel()
 			},
@@ -316,7 +317,7 @@ func TestWithClockTimeout(t *testing.T) {
 		},
 		{
 			name:    "cancelled parent",
-			act:     func(_ *latency.ManualClock, _, parentCancel context.CancelFunc) { parentCancel() },
+			act:     func(_ *clock.Manual, _, parentCancel context.CancelFunc) { parentCancel() },
 			wantErr: context.Canceled,
 		},
 		{
@@ -324,20 +325,20 @@ func TestWithClockTimeout(t *testing.T) {
 			parent: func() (context.Context, context.CancelFunc) {
 				return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 			},
-			act:     func(*latency.ManualClock, context.CancelFunc, context.CancelFunc) {},
+			act:     func(*clock.Manual, context.CancelFunc, context.CancelFunc) {},
 			wantErr: context.DeadlineExceeded,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := latency.NewManualClock(t0)
+			c := clock.NewManual(t0)
 			newParent := tt.parent
 			if newParent == nil {
 				newParent = func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
 			}
 			parent, parentCancel := newParent()
 			defer parentCancel()
-			ctx, cancel := latency.WithClockTimeout(parent, c, 200*time.Millisecond)
+			ctx, cancel := clock.WithTimeout(parent, c, 200*time.Millisecond)
 			defer cancel()
 			tt.act(c, cancel, parentCancel)
 			if tt.wantErr == nil {
@@ -363,9 +364,9 @@ func TestWithClockTimeout(t *testing.T) {
 }
 
 func TestWithClockTimeoutDeadline(t *testing.T) {
-	c := latency.NewManualClock(t0) // far in the past: Deadline is on the wall clock anyway
+	c := clock.NewManual(t0) // far in the past: Deadline is on the wall clock anyway
 	before := time.Now()
-	ctx, cancel := latency.WithClockTimeout(context.Background(), c, time.Minute)
+	ctx, cancel := clock.WithTimeout(context.Background(), c, time.Minute)
 	after := time.Now()
 	d, ok := ctx.Deadline()
 	if !ok || d.Before(before.Add(time.Minute)) || d.After(after.Add(time.Minute)) {
@@ -381,14 +382,14 @@ func TestWithClockTimeoutDeadline(t *testing.T) {
 
 	parent, parentCancel := context.WithDeadline(context.Background(), time.Now().Add(time.Second))
 	defer parentCancel()
-	ctx, cancel = latency.WithClockTimeout(parent, c, time.Hour)
+	ctx, cancel = clock.WithTimeout(parent, c, time.Hour)
 	defer cancel()
 	pd, _ := parent.Deadline()
 	if d, _ := ctx.Deadline(); !d.Equal(pd) {
 		t.Errorf("Deadline() = %v, want the parent's earlier %v", d, pd)
 	}
 	type key struct{}
-	vctx, vcancel := latency.WithClockTimeout(context.WithValue(context.Background(), key{}, "v"), c, time.Hour)
+	vctx, vcancel := clock.WithTimeout(context.WithValue(context.Background(), key{}, "v"), c, time.Hour)
 	defer vcancel()
 	if vctx.Value(key{}) != "v" {
 		t.Errorf("Value() = %v, want the parent's value", vctx.Value(key{}))

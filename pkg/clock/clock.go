@@ -1,4 +1,4 @@
-package latency
+package clock
 
 import (
 	"container/heap"
@@ -22,7 +22,7 @@ import (
 // hour nor fades every load score, and one stepped forward ends nothing
 // early. (Others that measure with differences of Now's readings, Time.Sub,
 // get the same only from readings with a monotonic clock reading, as
-// RealClock's have.)
+// Real's have.)
 type Clock interface {
 	// Now returns the wall-clock time.
 	Now() time.Time
@@ -30,8 +30,8 @@ type Clock interface {
 	// own, on a monotonic clock: it never decreases, and a step of the wall
 	// clock does not move it.
 	Elapsed() time.Duration
-	// AfterFunc calls f in its own goroutine (RealClock) or from the call
-	// that moves the clock past the deadline (ManualClock) once d has passed,
+	// AfterFunc calls f in its own goroutine (Real) or from the call
+	// that moves the clock past the deadline (Manual) once d has passed,
 	// counted as Elapsed counts.
 	AfterFunc(d time.Duration, f func()) Timer
 	// NewTicker returns a ticker that delivers the time (Now) every d, counted
@@ -55,34 +55,34 @@ type Ticker interface {
 	Stop()
 }
 
-// RealClock is the system clock.
-type RealClock struct{}
+// Real is the system clock.
+type Real struct{}
 
-var _ Clock = RealClock{}
+var _ Clock = Real{}
 
-// realOrigin is RealClock's origin: a reading with a monotonic clock reading,
+// realOrigin is Real's origin: a reading with a monotonic clock reading,
 // taken when the package is initialized.
 var realOrigin = time.Now()
 
 // Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
+func (Real) Now() time.Time { return time.Now() }
 
 // Elapsed returns the time since the package was initialized, from the
 // system's monotonic clock (time.Since of a time.Now reading).
-func (RealClock) Elapsed() time.Duration { return time.Since(realOrigin) }
+func (Real) Elapsed() time.Duration { return time.Since(realOrigin) }
 
 // AfterFunc wraps time.AfterFunc.
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // NewTicker wraps time.NewTicker.
-func (RealClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+func (Real) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
 
 type realTicker struct{ t *time.Ticker }
 
 func (r realTicker) C() <-chan time.Time { return r.t.C }
 func (r realTicker) Stop()               { r.t.Stop() }
 
-// ManualClock is a clock that moves only when told to. Time passes with
+// Manual is a clock that moves only when told to. Time passes with
 // Advance, and with Set to a later time: Now and Elapsed move together.
 // Set to an earlier time steps the wall clock back, as NTP does: only Now
 // moves, no time passes. Timers and tickers count Elapsed, and fire
@@ -91,31 +91,31 @@ func (r realTicker) Stop()               { r.t.Stop() }
 // run; so whatever a timer does is done when Advance returns. It is safe for
 // concurrent use; timer callbacks run without the clock's lock held and may
 // use the clock.
-type ManualClock struct {
+type Manual struct {
 	mu      sync.Mutex    // guards every field below
 	now     time.Time     // the wall reading
-	elapsed time.Duration // time passed since NewManualClock; what timers count
+	elapsed time.Duration // time passed since NewManual; what timers count
 	timers  timerHeap
 	seq     uint64
 	moving  bool // an Advance is firing timers; a nested Advance only moves the clock
 }
 
-var _ Clock = (*ManualClock)(nil)
+var _ Clock = (*Manual)(nil)
 
-// NewManualClock returns a manual clock reading start, with no time elapsed.
-func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
+// NewManual returns a manual clock reading start, with no time elapsed.
+func NewManual(start time.Time) *Manual { return &Manual{now: start} }
 
 // Now returns the clock's wall reading.
-func (c *ManualClock) Now() time.Time {
+func (c *Manual) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-// Elapsed returns the time passed since NewManualClock: the sum of the
+// Elapsed returns the time passed since NewManual: the sum of the
 // moves forward (Advance, Set to a later time), steps back by Set not
 // counted, those by Rewind subtracted (so it may read below zero).
-func (c *ManualClock) Elapsed() time.Duration {
+func (c *Manual) Elapsed() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.elapsed
@@ -132,7 +132,7 @@ func addDuration(a, d time.Duration) time.Duration {
 
 // Advance lets d pass (a negative d is treated as 0), firing every timer
 // that falls due on the way.
-func (c *ManualClock) Advance(d time.Duration) {
+func (c *Manual) Advance(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
@@ -145,7 +145,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 // Set moves the wall reading to t. Moving forward lets the difference pass,
 // firing due timers, as Advance does; moving backward is a step of the wall
 // clock: only Now changes, Elapsed and the timers do not.
-func (c *ManualClock) Set(t time.Time) {
+func (c *Manual) Set(t time.Time) {
 	c.mu.Lock()
 	if t.Before(c.now) {
 		c.now = t
@@ -164,7 +164,7 @@ func (c *ManualClock) Set(t time.Time) {
 // reaches it again. A t not before Now is Set(t). A fault table over the
 // clock does not see the step until its Resync. Rewind is for replaying the
 // reference; a strategy's own clock never goes back (Clock's promise).
-func (c *ManualClock) Rewind(t time.Time) {
+func (c *Manual) Rewind(t time.Time) {
 	c.mu.Lock()
 	if !t.Before(c.now) {
 		c.mu.Unlock()
@@ -178,12 +178,12 @@ func (c *ManualClock) Rewind(t time.Time) {
 
 // passTo lets time pass until Elapsed reads to (later than it reads).
 // Caller must hold c.mu.
-func (c *ManualClock) passTo(to time.Duration) {
+func (c *Manual) passTo(to time.Duration) {
 	c.now = c.now.Add(to - c.elapsed)
 	c.elapsed = to
 }
 
-func (c *ManualClock) moveTo(target time.Duration) {
+func (c *Manual) moveTo(target time.Duration) {
 	c.mu.Lock()
 	if c.moving {
 		// A timer callback moved the clock: move it, and let the outer call
@@ -229,7 +229,7 @@ func (c *ManualClock) moveTo(target time.Duration) {
 }
 
 // Pending returns the number of timers and tickers waiting to fire.
-func (c *ManualClock) Pending() int {
+func (c *Manual) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
@@ -237,7 +237,7 @@ func (c *ManualClock) Pending() int {
 
 // NextDeadline returns when the earliest pending timer fires, on the wall
 // clock as it reads now.
-func (c *ManualClock) NextDeadline() (time.Time, bool) {
+func (c *Manual) NextDeadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.timers) == 0 {
@@ -248,7 +248,7 @@ func (c *ManualClock) NextDeadline() (time.Time, bool) {
 
 // AfterFunc schedules f to run once d has passed. A d <= 0 fires on the next
 // Advance or Set (even Advance(0)), never inside AfterFunc itself.
-func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	t := &manualTimer{c: c, f: f, index: -1}
 	c.mu.Lock()
 	c.schedule(t, d)
@@ -259,7 +259,7 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 // NewTicker returns a ticker firing every d of manual time. A d <= 0 (where
 // time.NewTicker panics) gives a ticker that fires once on each Advance or Set
 // that moves the clock forward.
-func (c *ManualClock) NewTicker(d time.Duration) Ticker {
+func (c *Manual) NewTicker(d time.Duration) Ticker {
 	step := false
 	if d <= 0 {
 		d, step = 1, true
@@ -284,10 +284,10 @@ func (m manualTicker) C() <-chan time.Time { return m.t.ch }
 func (m manualTicker) Stop()               { m.t.Stop() }
 
 // nowLocked reads now from inside a timer callback (the lock is not held there).
-func (c *ManualClock) nowLocked() time.Time { return c.Now() }
+func (c *Manual) nowLocked() time.Time { return c.Now() }
 
 // Caller must hold c.mu.
-func (c *ManualClock) schedule(t *manualTimer, d time.Duration) {
+func (c *Manual) schedule(t *manualTimer, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
@@ -298,7 +298,7 @@ func (c *ManualClock) schedule(t *manualTimer, d time.Duration) {
 }
 
 type manualTimer struct {
-	c      *ManualClock
+	c      *Manual
 	f      func()
 	when   time.Duration // on Elapsed
 	seq    uint64

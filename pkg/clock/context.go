@@ -1,4 +1,4 @@
-package latency
+package clock
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// ClockContext is a context done when a deadline passes on a Clock, when its
+// Context is a context done when a deadline passes on a Clock, when its
 // parent is done, or when it is released: the one clock-deadline context of
-// mqfault (WithClockTimeout, the detector's probes, the producer's
+// mqfault (WithTimeout, the detector's probes, the producer's
 // attempts). It is lazy: the Done channel, the clock timer and the parent
 // watch are set up only when Done is first called, so code that never waits
 // on Done (a Transport that answers at once, or reads Err, or uses the
@@ -20,11 +20,11 @@ import (
 // error. Once Done was called, context.Cause says the same.
 //
 // All methods are safe for concurrent use.
-type ClockContext struct {
+type Context struct {
 	parent context.Context
 	clock  Clock
 	// The deadline is at on the clock's Elapsed when onElapsed is set
-	// (WithClockTimeout), else deadline on its Now (NewClockContext).
+	// (WithTimeout), else deadline on its Now (NewContext).
 	deadline  time.Time
 	at        time.Duration
 	onElapsed bool
@@ -42,20 +42,20 @@ type ClockContext struct {
 	timer       Timer
 }
 
-var _ context.Context = (*ClockContext)(nil)
+var _ context.Context = (*Context)(nil)
 
-// NewClockContext returns a context done at deadline on clock, when parent
+// NewContext returns a context done at deadline on clock, when parent
 // is done, or when released. Call Release when done with it. The deadline is
 // a time on the clock's Now, compared with Now's readings (Time.Sub): one
-// taken from a RealClock's Now carries a monotonic clock reading and does not
+// taken from a Real's Now carries a monotonic clock reading and does not
 // move with the wall clock; on another clock it moves with Now's steps.
-// WithClockTimeout's deadline is on Elapsed and never moves.
-func NewClockContext(parent context.Context, clock Clock, deadline time.Time) *ClockContext {
-	return &ClockContext{parent: parent, clock: clock, deadline: deadline}
+// WithTimeout's deadline is on Elapsed and never moves.
+func NewContext(parent context.Context, clock Clock, deadline time.Time) *Context {
+	return &Context{parent: parent, clock: clock, deadline: deadline}
 }
 
 // left is the time until the deadline (negative once it passed).
-func (c *ClockContext) left() time.Duration {
+func (c *Context) left() time.Duration {
 	if c.onElapsed {
 		return c.at - c.clock.Elapsed()
 	}
@@ -66,7 +66,7 @@ func (c *ClockContext) left() time.Duration {
 // and reports whether it could: only a released context whose Done was
 // never called (so no timer, watch or channel is left). Whoever reuses a
 // context must know that nothing holds the old one any more.
-func (c *ClockContext) Reuse(parent context.Context, clock Clock, deadline time.Time) bool {
+func (c *Context) Reuse(parent context.Context, clock Clock, deadline time.Time) bool {
 	if !c.released.Load() || c.armed.Load() {
 		return false // live, or Done was called: a timer or watch may still fire
 	}
@@ -77,20 +77,20 @@ func (c *ClockContext) Reuse(parent context.Context, clock Clock, deadline time.
 	return true
 }
 
-// WithClockTimeout returns a context that is done when d has passed on clock
+// WithTimeout returns a context that is done when d has passed on clock
 // (its Elapsed, so a step of the wall clock does not move the deadline), or
 // when parent is done, with Err() == context.DeadlineExceeded in the first
 // case. Its Deadline is the wall-clock time d from now, so code that sets
 // socket deadlines from ctx (net.Dialer) behaves alike on a real and a
 // manual clock. Its timer starts at once; call cancel to release it.
-func WithClockTimeout(parent context.Context, clock Clock, d time.Duration) (context.Context, context.CancelFunc) {
+func WithTimeout(parent context.Context, clock Clock, d time.Duration) (context.Context, context.CancelFunc) {
 	at := clock.Elapsed()
 	if d > 0 {
 		at = addDuration(at, d)
 	} else {
 		at += d // Elapsed is not negative: no overflow
 	}
-	c := &ClockContext{parent: parent, clock: clock, at: at, onElapsed: true}
+	c := &Context{parent: parent, clock: clock, at: at, onElapsed: true}
 	c.wall = time.Now().Add(d)
 	c.Done()
 	return c, c.Release
@@ -99,7 +99,7 @@ func WithClockTimeout(parent context.Context, clock Clock, d time.Duration) (con
 // Deadline reports the deadline on the wall clock (the clock's remaining
 // time from now), or the parent's when that is earlier, so code that sets
 // socket deadlines from ctx works on a real and a manual clock.
-func (c *ClockContext) Deadline() (time.Time, bool) {
+func (c *Context) Deadline() (time.Time, bool) {
 	d := c.wall
 	if d.IsZero() {
 		d = time.Now().Add(c.left())
@@ -111,7 +111,7 @@ func (c *ClockContext) Deadline() (time.Time, bool) {
 }
 
 // Done returns a channel closed when the context is done.
-func (c *ClockContext) Done() <-chan struct{} {
+func (c *Context) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner != nil {
@@ -136,7 +136,7 @@ func (c *ClockContext) Done() <-chan struct{} {
 }
 
 // Err returns nil while the context is live, else why it is not.
-func (c *ClockContext) Err() error {
+func (c *Context) Err() error {
 	c.mu.Lock()
 	inner, err := c.inner, c.err
 	c.mu.Unlock()
@@ -174,7 +174,7 @@ func (c *ClockContext) Err() error {
 }
 
 // Value returns the parent's value for key.
-func (c *ClockContext) Value(key any) any {
+func (c *Context) Value(key any) any {
 	if c.armed.Load() {
 		c.mu.Lock()
 		inner := c.inner
@@ -187,7 +187,7 @@ func (c *ClockContext) Value(key any) any {
 // Release ends the context: it reads Canceled from now on (unless it was
 // already done) and its timer and parent watch are stopped. Releasing twice
 // is harmless.
-func (c *ClockContext) Release() {
+func (c *Context) Release() {
 	c.released.Store(true)
 	if !c.armed.Load() {
 		// Done was never called: no channel, timer or watch to stop. A

@@ -1,4 +1,4 @@
-package latency
+package probe
 
 import (
 	"context"
@@ -6,7 +6,14 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/mqfault/mqfault/pkg/clock"
 )
+
+// ErrInconclusive is what a ServiceDetector returns (or wraps) when a probe
+// yields no information, for instance because the detector itself is
+// unavailable: nothing about the broker changes.
+var ErrInconclusive = errors.New("probe: inconclusive")
 
 // Resolver tells the detector where a broker is. ok=false means the broker
 // has left the route; the detector then drops its fault item. Resolve is
@@ -32,7 +39,7 @@ func (r StaticResolver) Resolve(broker string) (string, bool) {
 }
 
 // ServiceDetector probes an endpoint. It returns nil when the endpoint is
-// reachable, an error wrapping ErrProbeInconclusive when the probe yields no
+// reachable, an error wrapping ErrInconclusive when the probe yields no
 // information (nothing changes), and any other error when the endpoint is
 // unreachable.
 //
@@ -44,14 +51,14 @@ func (r StaticResolver) Resolve(broker string) (string, bool) {
 //   - Detect answers by the deadline. An error saying the endpoint did not
 //     answer in time (one wrapping context.DeadlineExceeded, say) is a
 //     verdict on the endpoint: unreachable.
-//   - The caller waits for the answer until the deadline plus ProbeGrace.
+//   - The caller waits for the answer until the deadline plus Grace.
 //     A Detect that has not returned by then did not answer: the detector
 //     failed, not the endpoint, so the probe is inconclusive (ErrNoAnswer)
 //     and changes nothing. Close still waits for the call to return.
 //   - A detector that asks something else in turn (a plugin host asking
 //     its plugin process) gives it the deadline less a margin for the trip
 //     back, and answers inconclusive itself at its own deadline when the
-//     other side did not answer; DetectWithin does the waiting.
+//     other side did not answer; Within does the waiting.
 //
 // Detect is called from detector goroutines, possibly several at once,
 // never on the pick path.
@@ -60,38 +67,38 @@ type ServiceDetector interface {
 }
 
 // ErrNoAnswer is what a probe matches when its ServiceDetector did not
-// return by the probe's deadline plus ProbeGrace: the detector failed to
+// return by the probe's deadline plus Grace: the detector failed to
 // answer, which says nothing about the endpoint. It matches
-// ErrProbeInconclusive too.
-var ErrNoAnswer = fmt.Errorf("%w: the service detector did not answer by the probe's deadline", ErrProbeInconclusive)
+// ErrInconclusive too.
+var ErrNoAnswer = fmt.Errorf("%w: the service detector did not answer by the probe's deadline", ErrInconclusive)
 
-// ProbeGrace is how long past a probe's deadline the caller of a
+// Grace is how long past a probe's deadline the caller of a
 // ServiceDetector waits for its answer (a quarter of the probe's timeout,
 // at most 50 ms): time for an answer given at the deadline to arrive.
-func ProbeGrace(timeout time.Duration) time.Duration {
+func Grace(timeout time.Duration) time.Duration {
 	return min(timeout/4, 50*time.Millisecond)
 }
 
-// DetectWithin asks sd about endpoint with a deadline timeout from now on
+// Within asks sd about endpoint with a deadline timeout from now on
 // clock (or ctx's, if sooner), as a detector round does: it returns sd's
-// answer if it comes by the deadline plus ProbeGrace(timeout), else an
+// answer if it comes by the deadline plus Grace(timeout), else an
 // error matching ErrNoAnswer (inconclusive), leaving the call to finish on
 // its own with its ctx cancelled. When ctx ends first, the answer is
 // inconclusive too (the caller gave up, the endpoint said nothing), unless
 // sd had answered.
-func DetectWithin(ctx context.Context, clock Clock, sd ServiceDetector, endpoint string, timeout time.Duration) error {
-	return ask(ctx, clock, endpoint, timeout, func(pctx context.Context) error { return sd.Detect(pctx, endpoint) })
+func Within(ctx context.Context, clk clock.Clock, sd ServiceDetector, endpoint string, timeout time.Duration) error {
+	return ask(ctx, clk, endpoint, timeout, func(pctx context.Context) error { return sd.Detect(pctx, endpoint) })
 }
 
 // ask runs call once, in a goroutine of its own, with a ctx whose deadline
-// is timeout from now, and waits for its answer as DetectWithin says.
-func ask(ctx context.Context, clock Clock, endpoint string, timeout time.Duration, call func(context.Context) error) error {
-	pctx, cancel := WithClockTimeout(ctx, clock, timeout)
+// is timeout from now, and waits for its answer as Within says.
+func ask(ctx context.Context, clk clock.Clock, endpoint string, timeout time.Duration, call func(context.Context) error) error {
+	pctx, cancel := clock.WithTimeout(ctx, clk, timeout)
 	defer cancel()
 	res := make(chan error, 1)
 	go func() { res <- call(pctx) }()
 	late := make(chan struct{})
-	t := clock.AfterFunc(timeout+ProbeGrace(timeout), func() { close(late) })
+	t := clk.AfterFunc(timeout+Grace(timeout), func() { close(late) })
 	defer t.Stop()
 	var err error
 	select {
@@ -100,7 +107,7 @@ func ask(ctx context.Context, clock Clock, endpoint string, timeout time.Duratio
 		select {
 		case err = <-res: // it answered just now: take the answer
 		default:
-			return fmt.Errorf("probe %s: %w (waited %v)", endpoint, ErrNoAnswer, timeout+ProbeGrace(timeout))
+			return fmt.Errorf("probe %s: %w (waited %v)", endpoint, ErrNoAnswer, timeout+Grace(timeout))
 		}
 	case <-ctx.Done():
 		select {
@@ -112,7 +119,7 @@ func ask(ctx context.Context, clock Clock, endpoint string, timeout time.Duratio
 	if err != nil && ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		// The caller's ctx ended (cancelled, or its own deadline passed)
 		// under the probe: that says nothing about the endpoint.
-		err = errors.Join(ErrProbeInconclusive, err)
+		err = errors.Join(ErrInconclusive, err)
 	}
 	return err
 }
@@ -136,14 +143,14 @@ type TCPDetector struct {
 
 var _ ServiceDetector = TCPDetector{}
 
-// ProbeError is an unreachable verdict with its cause.
-type ProbeError struct {
+// Error is an unreachable verdict with its cause.
+type Error struct {
 	Endpoint string
 	Err      error
 }
 
-func (e *ProbeError) Error() string { return "probe " + e.Endpoint + ": " + e.Err.Error() }
-func (e *ProbeError) Unwrap() error { return e.Err }
+func (e *Error) Error() string { return "probe " + e.Endpoint + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Detect dials endpoint over TCP and closes the connection at once. A dial
 // that fails because ctx was cancelled (not because its deadline passed) is
@@ -156,9 +163,9 @@ func (d TCPDetector) Detect(ctx context.Context, endpoint string) error {
 	conn, err := dialer.DialContext(ctx, "tcp", endpoint)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
-			return errors.Join(ErrProbeInconclusive, err)
+			return errors.Join(ErrInconclusive, err)
 		}
-		return &ProbeError{Endpoint: endpoint, Err: err}
+		return &Error{Endpoint: endpoint, Err: err}
 	}
 	_ = conn.Close()
 	return nil
