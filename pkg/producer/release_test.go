@@ -69,20 +69,9 @@ func TestDriveReleasesEveryPick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-<<<<<<< HEAD:pkg/producer/release_test.go
-	answered := producer.Outcome{Class: producer.ClassAnswered, Elapsed: 5 * time.Millisecond}
-	failed := producer.Outcome{Class: producer.ClassTransport, Transport: producer.TransportTimeout, Err: errors.New("timeout"), Elapsed: 10 * time.Millisecond}
-	inFlight := func() int64 { return strat.n.Load() }
-=======
 	answered := producer.Outcome{Class: latency.ClassAnswered, Elapsed: 5 * time.Millisecond}
 	failed := producer.Outcome{Class: latency.ClassTransportTimeout, Err: errors.New("timeout"), Elapsed: 10 * time.Millisecond}
-	inFlight := func() (n int64) {
-		for _, b := range brokers {
-			n += strat.InFlight(b)
-		}
-		return n
-	}
->>>>>>> main:pkg/producer/loadaware_test.go
+	inFlight := func() int64 { return strat.n.Load() }
 	tests := []struct {
 		name string
 		kind producer.Kind
