@@ -208,7 +208,7 @@ func TestQueueCapacity(t *testing.T) {
 func TestRejectRequestRemark(t *testing.T) {
 	b := testBroker(20) // a burst of minBurst
 	for range minBurst {
-		if o, _, _ := b.attempt(0, time.Second, draws{}); o.Class != producer.ClassAnswered {
+		if o, _, _ := b.attempt(0, time.Second, draws{}); o.Class != latency.ClassAnswered {
 			t.Fatalf("an attempt within the burst = %+v, want an answer", o)
 		}
 	}
