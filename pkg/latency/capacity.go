@@ -98,6 +98,18 @@ type brokerCapacity struct {
 	state atomic.Uint64 // the weight word; 0: never pushed back, full weight
 	lat   atomic.Int64  // robust moving average of answered latency, ns; 0: none
 	latAt atomic.Int64  // table time of lat's last update
+	// answered is the table time of the broker's last answer (a send
+	// answered, or a busy answer) under the model; 0 none. A failed probe
+	// does not mark a broker unreachable that answered a send within the
+	// detector's interval: the sends are the stronger evidence.
+	answered atomic.Int64
+}
+
+// answeredSince reports whether the broker answered a send at or after
+// table time t.
+func (c *brokerCapacity) answeredSince(t int64) bool {
+	a := c.answered.Load()
+	return a != 0 && a >= t
 }
 
 // The latency term's constants. A sample moves the average by latencyGain
@@ -176,7 +188,9 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
 // its reachability stays as it was. Other classes go to the mode's rules.
 func (m *capacityModel) report(s *Strategy, sl *slot, broker string, o Outcome) (FaultUpdate, bool) {
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
-		sl.cap.observe(s.table.seen.Load(), o.Latency)
+		now := s.table.seen.Load()
+		sl.cap.observe(now, o.Latency)
+		sl.cap.answered.Store(now)
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
 		return FaultUpdate{}, false
@@ -192,6 +206,7 @@ func (m *capacityModel) report(s *Strategy, sl *slot, broker string, o Outcome) 
 		u.Reachable = sl.reachable.Load()
 		return u, true
 	}
+	sl.cap.answered.Store(now)
 	if sl.setReachable(true) {
 		s.table.ver.Add(1)
 	}

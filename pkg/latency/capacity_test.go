@@ -1,6 +1,8 @@
 package latency_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -356,5 +358,53 @@ func TestCapacityConfig(t *testing.T) {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("CapacityDecrease %v, CapacityRecovery %v: Validate() = nil, want an error", c.dec, c.rec)
 		}
+	}
+}
+
+// TestCapacityAnsweredSendsOutweighProbe: a failed probe marks a broker
+// unreachable only when no send of it was answered (a busy answer counts)
+// within the detector's interval: a broker whose probes time out while it
+// answers sends keeps its first attempts.
+func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		answer  latency.Outcome
+		idle    time.Duration // between the answer and the round
+		wantRch bool
+	}{
+		{"answered just now", answered(time.Millisecond), 0, true},
+		{"busy just now", pushedBack(), 0, true},
+		{"answered an interval ago", answered(time.Millisecond), 2 * time.Second, false},
+		{"failed just now", latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.DefaultConfig()
+			clock := latency.NewManualClock(time.Unix(1000, 0))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock),
+				latency.WithResolver(latency.StaticResolver{"a": "a:1", "b": "b:1"}),
+				latency.WithServiceDetector(latency.ServiceDetectorFunc(func(context.Context, string) error { return errors.New("probe timed out") })))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{{Topic: "T", BrokerName: "a"}, {Topic: "T", BrokerName: "b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p latency.Pick
+			for p.Queue == nil || p.Queue.BrokerName != "a" {
+				if p, _ = s.Select(info, latency.PickInfo{}); p.Queue.BrokerName != "a" {
+					p.Done(answered(time.Millisecond))
+				}
+			}
+			p.Done(tt.answer)
+			clock.Advance(tt.idle)
+			if _, err := s.DetectRound(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.FaultTolerance().IsReachable("a"); got != tt.wantRch {
+				t.Errorf("after a failed probe: reachable %t, want %t", got, tt.wantRch)
+			}
+		})
 	}
 }

@@ -98,8 +98,12 @@ type Config struct {
 	// IsolationBackoff is on.
 	BackoffDecay int
 	// ProbeFailures makes a failed detector probe (any error but
-	// ErrProbeInconclusive, a timeout included) mark the broker unreachable.
+	// ErrProbeInconclusive, a timeout included) mark the broker unreachable,
+	// unless (with the capacity model on) a send of it was answered, busy
+	// included, within DetectInterval: the sends are the stronger evidence.
 	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
+	// With the detector on it also makes the v5 cascade's first stage take
+	// only reachable brokers (policy.go's reachableFirstPolicy).
 	ProbeFailures bool
 	// CapacityDecrease turns on the capacity model (capacity.go): each
 	// broker has a weight in (0, 1], and a busy answer (any remark) or a

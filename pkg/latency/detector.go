@@ -40,7 +40,7 @@ type Detector struct {
 	interval time.Duration
 	timeout  time.Duration
 	parallel int
-	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable
+	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable, unless a send of it was answered within interval
 	obs      Observer
 	log      *slog.Logger
 	// recoveredAfter is Config.RecoveredAfter: probes answering that long
@@ -229,7 +229,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if timedOut {
 			c.timedOut.Add(1)
 		}
-		if d.failures && sl.present.Load() && sl.setReachable(false) {
+		if d.failures && sl.present.Load() && !sl.cap.answeredSince(d.table.now()-int64(d.interval)) && sl.setReachable(false) {
 			ev.BecameUnreachable = true
 		}
 		if d.recoveredAfter > 0 {

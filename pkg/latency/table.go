@@ -547,6 +547,7 @@ func (s *slot) reset() {
 	s.checkStamp.Store(0)
 	s.strikes.Store(0)
 	s.cap.state.Store(0)
+	s.cap.answered.Store(0)
 	s.table.ver.Add(1)
 	s.table.bump()
 }
