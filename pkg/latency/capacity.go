@@ -78,7 +78,8 @@ var capacityPolicy = policyKind{
 			if rec <= 0 {
 				rec = DefaultCapacityRecovery
 			}
-			m := &capacityModel{decrease: c.CapacityDecrease, rate: float64(int64(1)<<stampShift) / float64(rec)}
+			recU := max(int64(rec)>>stampShift, 1)
+			m := &capacityModel{decrease: c.CapacityDecrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -88,7 +89,8 @@ var capacityPolicy = policyKind{
 // capacityModel is the model's settings, and its outcome hook.
 type capacityModel struct {
 	decrease float64 // what one push-back multiplies the weight by
-	rate     float64 // weight regained per stamp unit
+	recU     int64   // CapacityRecovery in stamp units: from 0 to full weight
+	rateQ    uint64  // weight units regained per stamp unit, times 2^32
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -157,17 +159,28 @@ func (c *brokerCapacity) fadedLat(now int64) int64 {
 // units is table time now in stamp units since table t was made.
 func (t *FaultTable) units(now int64) int64 { return max(now-t.wall0, 0) >> stampShift }
 
-// weight is the weight of word st at u (stamp units): the weight at the
-// stamp plus what it regained since, at most 1.
-func (m *capacityModel) weight(st uint64, u int64) float64 {
+// weightQ is the weight of word st at u (stamp units), in units of
+// 1/weightScale: the weight at the stamp plus what it regained since, at
+// most weightScale (full weight). Integer arithmetic only: the pick path
+// reads it.
+func (m *capacityModel) weightQ(st uint64, u int64) uint64 {
 	if st == 0 {
-		return 1
+		return weightScale
 	}
-	w := float64(st>>stampBits) / weightScale
-	if el := u - int64(st&stampMask); el > 0 {
-		w += float64(el) * m.rate
+	el := u - int64(st&stampMask)
+	if el >= m.recU {
+		return weightScale
 	}
-	return min(w, 1)
+	w := st >> stampBits
+	if el > 0 {
+		w += uint64(el) * m.rateQ >> 32
+	}
+	return min(w, weightScale)
+}
+
+// weight is weightQ as a fraction in (0, 1].
+func (m *capacityModel) weight(st uint64, u int64) float64 {
+	return float64(m.weightQ(st, u)) / weightScale
 }
 
 // pushBack lowers c's weight for a push-back at u (stamp units).
@@ -233,9 +246,12 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 	}
 	now := s.table.seen.Load()
 	u := s.table.units(now)
-	wp := m.weight(sp, u)
-	lp := e.s.cap.fadedLat(now)
-	if wp >= 1 && lp < int64(latencyFloor) {
+	wp := m.weightQ(sp, u)
+	lp := e.s.cap.lat.Load()
+	if lp >= int64(latencyFloor) {
+		lp = e.s.cap.fadedLat(now)
+	}
+	if wp >= weightScale && lp < int64(latencyFloor) {
 		return p
 	}
 	q := partner(p, n, idx)
@@ -246,20 +262,22 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 	if e2.s.isolated.Load() && (strict || !v.releases(e2.broker)) {
 		return p
 	}
-	wq := m.weight(e2.s.cap.state.Load(), u)
+	wq := m.weightQ(e2.s.cap.state.Load(), u)
 	// The pick moves with probability wq - wp: what q has of room that p
 	// has not (brokers that both push back keep round robin's spread, so
 	// neither is left idle), with p's weight first scaled down by the
 	// latency ratio when p is more than latencyRatio times slower than q
 	// (and slower than latencyFloor).
-	if lim := max(latencyRatio*float64(e2.s.cap.fadedLat(now)), float64(latencyFloor)); float64(lp) > lim {
-		wp *= lim / float64(lp)
+	if lp >= int64(latencyFloor) {
+		if lim := max(latencyRatio*e2.s.cap.fadedLat(now), int64(latencyFloor)); lp > lim {
+			wp = wp * uint64(lim) / uint64(lp)
+		}
 	}
 	if wq <= wp {
 		return p
 	}
-	// The hash's fraction h/2^32 below wq - wp.
-	if float64(shareHash(idx)) < (wq-wp)*(1<<32) {
+	// The hash's fraction h/2^32 below (wq - wp)/weightScale.
+	if uint64(shareHash(idx))*weightScale < (wq-wp)<<32 {
 		return q
 	}
 	return p
