@@ -107,6 +107,14 @@ type brokerCapacity struct {
 	answered atomic.Int64
 }
 
+// below reports whether the broker may be below full weight for share:
+// it pushed back once, or its latency average is past latencyFloor. Two
+// atomic loads, inlined on the fast path so that a broker at full weight
+// costs no call.
+func (c *brokerCapacity) below() bool {
+	return c.state.Load() != 0 || c.lat.Load() >= int64(latencyFloor)
+}
+
 // answeredSince reports whether the broker answered a send at or after
 // table time t.
 func (c *brokerCapacity) answeredSince(t int64) bool {

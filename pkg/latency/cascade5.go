@@ -27,7 +27,10 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	}
 	p := c.next()
 	if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && (!s.policies.reachFirst || e.s.reachable.Load()) {
-		return s.picked(info, b, c5.share(b, v, p, -1, c.v, false), StageAvailable)
+		if s.policies.capacity != nil && e.s.cap.below() {
+			p = c5.share(b, v, p, -1, c.v, false)
+		}
+		return s.picked(info, b, p, StageAvailable)
 	}
 	return c5.cascade(info, b, v, -1, c)
 }
