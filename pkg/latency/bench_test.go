@@ -44,6 +44,19 @@ func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change .
 	if err != nil {
 		b.Fatal(err)
 	}
+	if cfg.CapacityRecovery == time.Hour || cfg.CapacityRecovery == time.Hour-1 {
+		// Brokers pushed back once, at different times: weights below 1
+		// and unequal, for an hour.
+		n := brokers
+		if cfg.CapacityRecovery != time.Hour {
+			n = 1
+		}
+		for i := range n {
+			s.table.see(s.table.now())
+			s.policies.capacity.pushBack(&s.table.lookup(fmt.Sprintf("broker-%04d", i)).cap, s.table.units(s.table.now()))
+			s.clock.(*ManualClock).Advance(time.Duration(i) * time.Millisecond)
+		}
+	}
 	s.Select(info, PickInfo{}) // build the binding outside the timed loop
 	return s, info
 }
@@ -64,8 +77,10 @@ func withPolicies(c *Config) {
 	c.Detector = false
 }
 
-// withLoadAware turns on load-aware picks alone.
-func withLoadAware(c *Config) { c.LoadAware = true }
+// pushedBackAll and pushedBackOne mark benchRoute's strategy: every
+// broker, or one, pushed back once, below full weight for an hour.
+func pushedBackAll(c *Config) { c.CapacityRecovery = time.Hour }
+func pushedBackOne(c *Config) { c.CapacityRecovery = time.Hour - 1 }
 
 var selectCases = []selectCase{
 	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0, nil},
@@ -75,9 +90,12 @@ var selectCases = []selectCase{
 	// The policies on: at 4 of 16 isolated the cap (8) does not bind, at 12
 	// it keeps 4 of them in service.
 	{"v5/16x4/isolated=4/policies", ModeV5, 16, 4, 4, []func(*Config){withPolicies}},
-	// Load-aware picks (loadaware.go) alone; the loop releases each pick,
-	// as an attempt's end would, so in-flight counts stay bounded.
-	{"v5/16x4/isolated=4/load-aware", ModeV5, 16, 4, 4, []func(*Config){withLoadAware}},
+	// The preset's whole pick as the producer makes it, one broker of the
+	// 16 below full weight after a push-back (its picks weigh a second
+	// candidate); and the worst case, every broker below full weight, so
+	// every pick weighs one.
+	{"v5/16x4/isolated=4/preset", ModeV5, 16, 4, 4, []func(*Config){withPolicies, pushedBackOne}},
+	{"v5/16x4/isolated=4/preset/pushed-back", ModeV5, 16, 4, 4, []func(*Config){withPolicies, pushedBackAll}},
 	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
 	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
 	// Every broker isolated (a cluster-wide outage): each pass of the

@@ -1,56 +1,326 @@
 package latency
 
-import "github.com/mqfault/mqfault/internal/configerr"
+import (
+	"math"
+	"sync/atomic"
+	"time"
 
-// This file holds the rule that makes the isolation cap follow capacity
-// (Config.CapHoldsBusy). The cap (isolationcap.go) keeps the least bad
-// isolated brokers in service when more than MaxIsolatedFraction of a route
-// is isolated, so a fault that hits many brokers cannot push the traffic
-// onto the few left. A broker isolated because it answered busy is the
-// opposite case: it said it has no room, and keeping it in service (the
-// reference isolates a busy broker as a failure, so it ranks as a failed
-// broker the cap may release) sends the most traffic of all to the broker
-// that has the least capacity, whose answers then are busy again and retried
-// elsewhere. Under this rule a broker whose isolation follows a busy answer
-// is never released: it still counts as isolated (it is out of service), and
-// when more than the cap's limit are isolated, the least bad of the others
-// stay in service. The hold ends when that isolation ends (the expiry timer)
-// or a failure of another class is reported for the broker; an answer does
-// not end it, since under a send queue the answers of sends queued before
-// the busy one arrive after it. POLICIES.md has what the simulator measured
-// with and without the rule.
+	"github.com/mqfault/mqfault/internal/configerr"
+)
 
-// capHoldPolicy registers the rule (policy.go); it has no settings of its
-// own to check.
-var capHoldPolicy = policyKind{
-	validate: func(Config, *configerr.List) {},
+// This file holds the capacity model (Config.CapacityDecrease), the
+// preset's one account of how much each broker can take.
+//
+// Every broker has a weight w in (0, 1]: 1 while it has room. A busy
+// answer (ClassBusy: SYSTEM_BUSY whatever its remark, TOO_MANY_REQUESTS)
+// or a throttled attempt (ClassThrottled: the client's own flow control
+// refused it) multiplies w by CapacityDecrease, never below capacityFloor,
+// so the harder a broker pushes back the lower its weight; w climbs back
+// towards 1 by 1 every CapacityRecovery (additive increase over time, as
+// AIMD's), so a broker is back at full weight at most CapacityRecovery
+// after its last push-back. Under the model a push-back is capacity, never
+// failure: it isolates nothing, marks nothing unreachable, raises no
+// backoff level and forgives none, and its latency is not recorded (the
+// fault table's latency and the duration table never see it).
+//
+// The weight decides the broker's share of picks. A pick of the cascade's
+// first stage (a first attempt, or a retry) lands, by round robin, on
+// queue p; when p's broker is below full weight, the model compares it with
+// a second candidate q (partner: another queue of the route, chosen anew
+// with each index value) on another broker, not the retry's last one,
+// available and reachable; when w_q > w_p the pick moves to q with
+// probability 1 - w_p/w_q, drawn from a hash of the index value (not a
+// random source, so a pick stays a function of the route's index). So a
+// broker's share falls with its weight, and brokers of equal weight keep
+// round robin's spread exactly: latency, however noisy, moves no share
+// (the duration table's latency isolation handles gross slowness).
+//
+// The state is one atomic word per broker (weight and stamp), written on
+// push-back only. A pick reads it for the probed broker, and for the second
+// candidate only when the probed broker is below full weight, at the
+// table's last seen time (FaultTable.seen): no lock, no allocation, no
+// clock read.
+
+// Defaults of the capacity model's settings (the mqfault preset's).
+const (
+	DefaultCapacityDecrease = 0.75
+	DefaultCapacityRecovery = time.Second
+)
+
+// capacityFloor is the least weight a push-back leaves: a broker keeps a
+// share of picks (about capacityFloor of its round-robin share), so it
+// is never left idle and its answers keep telling when it has room again.
+const capacityFloor = 1.0 / 32
+
+// The weight word: the weight at the stamp in the top 16 bits (in units of
+// 1/weightScale), the stamp in the low 48 (table time since the table was
+// made, in units of 1<<stampShift ns: about 9 years).
+const (
+	weightScale = 1<<16 - 1
+	stampBits   = 48
+	stampMask   = 1<<stampBits - 1
+	stampShift  = 10
+)
+
+// capacityPolicy registers the capacity model (policy.go).
+var capacityPolicy = policyKind{
+	validate: func(c Config, l *configerr.List) {
+		if d := c.CapacityDecrease; math.IsNaN(d) || d < 0 || d >= 1 {
+			l.Add(invalid("CapacityDecrease", d, "must be in [0, 1) (0 turns the capacity model off)"))
+		}
+		if c.CapacityRecovery < 0 {
+			l.Add(invalid("CapacityRecovery", c.CapacityRecovery, "must not be negative (0 means DefaultCapacityRecovery)"))
+		}
+	},
 	install: func(c Config, p *policies) {
-		if c.CapHoldsBusy && p.release != nil {
-			p.outcomes = append(p.outcomes, capHold{})
+		if c.CapacityDecrease > 0 && c.CapacityDecrease < 1 {
+			rec := c.CapacityRecovery
+			if rec <= 0 {
+				rec = DefaultCapacityRecovery
+			}
+			recU := max(int64(rec)>>stampShift, 1)
+			m := &capacityModel{decrease: c.CapacityDecrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
+			p.capacity = m
+			p.outcomes = append(p.outcomes, m)
 		}
 	},
 }
 
-// capHold is the rule's outcome hook: it notes whether a failed attempt was
-// a busy answer, and leaves the update to the rules.
-type capHold struct{}
-
-var _ outcomeHook = capHold{}
-
-func (capHold) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
-	if sl != nil && o.Class != ClassAnswered && o.Class != ClassCancelled {
-		s.notePushBack(sl, o.Class == ClassBusy)
-	}
-	return FaultUpdate{}, false
+// capacityModel is the model's settings, and its outcome hook.
+type capacityModel struct {
+	decrease float64 // what one push-back multiplies the weight by
+	recU     int64   // CapacityRecovery in stamp units: from 0 to full weight
+	rateQ    uint64  // weight units regained per stamp unit, times 2^32
 }
 
-// notePushBack records whether the failure just reported on slot sl was a
-// busy answer, moving the table's isolation epoch on when that changes (the
-// cap's views are recomputed on the next pick). It allocates nothing; it
-// writes the flag only when it changes.
-func (s *Strategy) notePushBack(sl *slot, busy bool) {
-	if sl.pushedBack.Load() != busy {
-		sl.pushedBack.Store(busy)
-		s.table.bump()
+var _ outcomeHook = (*capacityModel)(nil)
+
+// brokerCapacity is one broker's capacity state. Safe for concurrent use.
+type brokerCapacity struct {
+	state atomic.Uint64 // the weight word; 0: never pushed back, full weight
+	lat   atomic.Int64  // robust moving average of answered latency, ns; 0: none
+	latAt atomic.Int64  // table time of lat's last update
+	// answered is the table time of the broker's last answer (a send
+	// answered, or a busy answer) under the model; 0 none. A failed probe
+	// does not mark a broker unreachable that answered a send within the
+	// detector's interval: the sends are the stronger evidence.
+	answered atomic.Int64
+}
+
+// below reports whether the broker may be below full weight for share:
+// it pushed back once, or its latency average is past latencyFloor. Two
+// atomic loads, inlined on the fast path so that a broker at full weight
+// costs no call.
+func (c *brokerCapacity) below() bool {
+	return c.state.Load() != 0 || c.lat.Load() >= int64(latencyFloor)
+}
+
+// answeredSince reports whether the broker answered a send at or after
+// table time t.
+func (c *brokerCapacity) answeredSince(t int64) bool {
+	a := c.answered.Load()
+	return a != 0 && a >= t
+}
+
+// The latency term's constants. A sample moves the average by latencyGain
+// of its distance, and at most up to latencyClamp times the average, so no
+// single tail sample can make a broker look slow; the average fades with
+// time constant latencyDecay between samples, so a broker that lost its
+// share shows its recovery with the few samples it still gets. A broker
+// whose average is below latencyFloor never loses share for latency, and
+// above it only to a second candidate latencyRatio times faster.
+const (
+	latencyGain  = 1.0 / 8
+	latencyClamp = 4
+	latencyDecay = time.Second
+	latencyFloor = 25 * time.Millisecond
+	latencyRatio = 4
+)
+
+// observe folds answered latency d, seen at table time now, into c's
+// average. Concurrent updates may lose one of them.
+func (c *brokerCapacity) observe(now int64, d time.Duration) {
+	old := float64(c.fadedLat(now))
+	c.latAt.Store(now)
+	x := float64(max(d, 0))
+	if old == 0 {
+		// The first sample counts at most latencyFloor: it may be a tail.
+		c.lat.Store(max(int64(min(x, float64(latencyFloor))), 1))
+		return
 	}
+	x = min(x, latencyClamp*old)
+	c.lat.Store(max(int64(old+(x-old)*latencyGain), 1))
+}
+
+// fadedLat is c's latency average faded to table time now.
+func (c *brokerCapacity) fadedLat(now int64) int64 {
+	l := c.lat.Load()
+	if l == 0 {
+		return 0
+	}
+	if el := now - c.latAt.Load(); el > 0 {
+		return max(int64(float64(l)*math.Exp(-float64(el)/float64(latencyDecay))), 1)
+	}
+	return l
+}
+
+// units is table time now in stamp units since table t was made.
+func (t *FaultTable) units(now int64) int64 { return max(now-t.wall0, 0) >> stampShift }
+
+// weightQ is the weight of word st at u (stamp units), in units of
+// 1/weightScale: the weight at the stamp plus what it regained since, at
+// most weightScale (full weight). Integer arithmetic only: the pick path
+// reads it.
+func (m *capacityModel) weightQ(st uint64, u int64) uint64 {
+	if st == 0 {
+		return weightScale
+	}
+	el := u - int64(st&stampMask)
+	if el >= m.recU {
+		return weightScale
+	}
+	w := st >> stampBits
+	if el > 0 {
+		w += uint64(el) * m.rateQ >> 32
+	}
+	return min(w, weightScale)
+}
+
+// weight is weightQ as a fraction in (0, 1].
+func (m *capacityModel) weight(st uint64, u int64) float64 {
+	return float64(m.weightQ(st, u)) / weightScale
+}
+
+// pushBack lowers c's weight for a push-back at u (stamp units).
+func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
+	for {
+		st := c.state.Load()
+		w := max(m.weight(st, u)*m.decrease, capacityFloor)
+		n := uint64(w*weightScale)<<stampBits | uint64(u)&stampMask
+		if c.state.CompareAndSwap(st, n) {
+			return
+		}
+	}
+}
+
+// report takes a push-back under the model: it lowers the broker's weight
+// and makes the fault update itself, which isolates nothing. A busy answer
+// is an answer: the broker is reachable. A throttled attempt met no broker:
+// its reachability stays as it was. Other classes go to the mode's rules.
+func (m *capacityModel) report(s *Strategy, sl *slot, broker string, o Outcome) (FaultUpdate, bool) {
+	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
+		now := s.table.seen.Load()
+		sl.cap.observe(now, o.Latency)
+		sl.cap.answered.Store(now)
+	}
+	if o.Class != ClassBusy && o.Class != ClassThrottled {
+		return FaultUpdate{}, false
+	}
+	u := FaultUpdate{Broker: broker, Latency: max(o.Latency, 0), Reachable: true}
+	if sl == nil {
+		return u, true // fault tolerance off: nothing is recorded
+	}
+	now := s.table.now()
+	s.table.see(now)
+	m.pushBack(&sl.cap, s.table.units(now))
+	if o.Class == ClassThrottled {
+		u.Reachable = sl.reachable.Load()
+		return u, true
+	}
+	sl.cap.answered.Store(now)
+	if sl.setReachable(true) {
+		s.table.ver.Add(1)
+	}
+	return u, true
+}
+
+// share is the model's pick among the cascade's first-stage candidates: p
+// is the queue the round robin landed on (available, and reachable), idx
+// the index value its probe stood on, last the broker a retry avoids (-1
+// for none); with strict (the cap's retry pass) the second candidate must
+// be one nothing isolates. It returns p, or the second candidate the
+// weights move the pick to.
+func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
+	s := c5.s
+	m := s.policies.capacity
+	n := len(b.entries)
+	if m == nil || n < 2 || len(s.filters) != 0 {
+		return p
+	}
+	e := &b.entries[p]
+	sp := e.s.cap.state.Load()
+	if sp == 0 && e.s.cap.lat.Load() < int64(latencyFloor) {
+		return p // never pushed back and not slow: full weight
+	}
+	now := s.table.seen.Load()
+	u := s.table.units(now)
+	wp := m.weightQ(sp, u)
+	lp := e.s.cap.lat.Load()
+	if lp >= int64(latencyFloor) {
+		lp = e.s.cap.fadedLat(now)
+	}
+	if wp >= weightScale && lp < int64(latencyFloor) {
+		return p
+	}
+	q := partner(p, n, idx)
+	e2 := &b.entries[q]
+	if e2.broker == e.broker || e2.broker == last || !e2.s.reachable.Load() {
+		return p
+	}
+	if e2.s.isolated.Load() && (strict || !v.releases(e2.broker)) {
+		return p
+	}
+	wq := m.weightQ(e2.s.cap.state.Load(), u)
+	// The pick moves with probability wq - wp: what q has of room that p
+	// has not (brokers that both push back keep round robin's spread, so
+	// neither is left idle), with p's weight first scaled down by the
+	// latency ratio when p is more than latencyRatio times slower than q
+	// (and slower than latencyFloor).
+	if lp >= int64(latencyFloor) {
+		if lim := max(latencyRatio*e2.s.cap.fadedLat(now), int64(latencyFloor)); lp > lim {
+			wp = wp * uint64(lim) / uint64(lp)
+		}
+	}
+	if wq <= wp {
+		return p
+	}
+	// The hash's fraction h/2^32 below (wq - wp)/weightScale.
+	if uint64(shareHash(idx))*weightScale < (wq-wp)<<32 {
+		return q
+	}
+	return p
+}
+
+// shareHash spreads the index value over 32 bits (a multiply and a
+// xorshift, independent of partner's multiplier), so consecutive index
+// values draw fractions spread over [0, 1).
+func shareHash(idx int32) uint32 {
+	h := uint32(idx) * 0x85EBCA6B
+	h ^= h >> 15
+	h *= 0xC2B2AE35
+	h ^= h >> 13
+	return h
+}
+
+// partner is the second candidate for position p of n (n > 1) at index
+// value idx: another position, spread over all n-1 of them as idx moves.
+func partner(p, n int, idx int32) int {
+	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)
+	if q >= n {
+		q -= n
+	}
+	return q
+}
+
+// Weight returns broker's weight under the capacity model now: 1 at full
+// capacity, lower for a while after it pushed back (busy answers,
+// throttled attempts); 1 when the model is off or the broker never pushed
+// back. Safe for concurrent use; it reads the clock.
+func (s *Strategy) Weight(broker string) float64 {
+	m := s.policies.capacity
+	sl := s.table.lookup(broker)
+	if m == nil || sl == nil {
+		return 1
+	}
+	return m.weight(sl.cap.state.Load(), s.table.units(s.table.now()))
 }

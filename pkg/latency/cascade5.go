@@ -26,9 +26,9 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		return c5.allIsolated(info, b, c)
 	}
 	p := c.next()
-	if e := &b.entries[p]; !e.s.isolated.Load() || v.releases(e.broker) {
-		if s.policies.loadAware {
-			return c5.twoChoices(info, b, v, p, c.v)
+	if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && (!s.policies.reachFirst || e.s.reachable.Load()) {
+		if s.policies.capacity != nil && e.s.cap.below() {
+			p = c5.share(b, v, p, -1, c.v, false)
 		}
 		return s.picked(info, b, p, StageAvailable)
 	}
@@ -87,10 +87,10 @@ func (c5 cascade5) cascade(info *route.PublishInfo, b *binding, v *capView, last
 			p, st := c5.seek(info, b, f, v, last, &c)
 			if f.valid(e) {
 				c.done()
-				if st == StageAvailable && last >= 0 {
+				if st == StageAvailable {
 					// A retry's partner is a broker nothing isolates when the
 					// cap is on (its retry pass), as seek's first pass.
-					p = c5.choose(b, v, p, last, c.v, v != nil)
+					p = c5.share(b, v, p, last, c.v, last >= 0 && v != nil)
 				}
 				return s.picked(info, b, p, st)
 			}
@@ -111,9 +111,13 @@ func (c5 cascade5) seek(info *route.PublishInfo, b *binding, f *flagSummary, v *
 	if last < 0 && len(s.filters) == 0 {
 		accept = nil
 	}
+	first := accept // the first stage's: reachable too under reachFirst
+	if s.policies.reachFirst {
+		first = func(p int) bool { return b.entries[p].s.reachable.Load() && (accept == nil || accept(p)) }
+	}
 	if v != nil && last >= 0 {
 		// The cap's retry pass: a broker nothing isolates first (walk).
-		if b.seekIn(c, n, f.avail, nil, f.nAvail.Load(), last, accept) {
+		if b.seekIn(c, n, f.avail, nil, f.nAvail.Load(), last, first) {
 			return c.pos, StageAvailable
 		}
 		k = n
@@ -123,7 +127,7 @@ func (c5 cascade5) seek(info *route.PublishInfo, b *binding, f *flagSummary, v *
 	if v != nil {
 		rel, cnt = v.rel, cnt+v.nRel.Load()
 	}
-	if b.seekIn(c, k, f.avail, rel, cnt, last, accept) {
+	if b.seekIn(c, k, f.avail, rel, cnt, last, first) {
 		return c.pos, StageAvailable
 	}
 	if b.seekIn(c, n, f.reach, nil, f.nReach.Load(), last, accept) {
@@ -150,21 +154,18 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 		// broker that just failed while an untried healthy one is there.
 		for range n {
 			p := c.next()
-			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) {
+			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && c5.reachOK(e) && s.admit(info, p) {
 				c.done()
-				return s.picked(info, b, c5.choose(b, v, p, last, c.v, true), StageAvailable)
+				return s.picked(info, b, c5.share(b, v, p, last, c.v, true), StageAvailable)
 			}
 		}
 		start = 0
 	}
 	for i := start; i < n; i++ {
 		p := c.next()
-		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && s.admit(info, p) {
+		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && c5.reachOK(e) && s.admit(info, p) {
 			c.done()
-			if last >= 0 {
-				p = c5.choose(b, v, p, last, c.v, v != nil)
-			}
-			return s.picked(info, b, p, StageAvailable)
+			return s.picked(info, b, c5.share(b, v, p, last, c.v, last >= 0 && v != nil), StageAvailable)
 		}
 	}
 	for range n {
@@ -176,6 +177,10 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 	}
 	return s.finish(info, b, &c, n)
 }
+
+// reachOK reports whether entry e passes the first stage's reachability
+// test: always, unless reachFirst asks for a reachable broker.
+func (c5 cascade5) reachOK(e *entry) bool { return !c5.s.policies.reachFirst || e.s.reachable.Load() }
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last
 // broker, then the unfiltered pick.

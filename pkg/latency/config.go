@@ -98,66 +98,36 @@ type Config struct {
 	// IsolationBackoff is on.
 	BackoffDecay int
 	// ProbeFailures makes a failed detector probe (any error but
-	// ErrProbeInconclusive, a timeout included) mark the broker unreachable.
+	// ErrProbeInconclusive, a timeout included) mark the broker unreachable,
+	// unless (with the capacity model on) a send of it was answered, busy
+	// included, within DetectInterval: the sends are the stronger evidence.
 	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
+	// With the detector on it also makes the v5 cascade's first stage take
+	// only reachable brokers (policy.go's reachableFirstPolicy).
 	ProbeFailures bool
-	// BusyDecay turns on the busy-is-load policy (busyload.go): a broker's
-	// flow-control answer (ClassBusy) adds one unit to its load penalty,
-	// which fades exponentially with this time constant, and neither
-	// isolates it as a failure nor marks it unreachable (the reference does
-	// both). 0 turns it off; otherwise positive. Off in every preset: see
-	// POLICIES.md for why the mqfault preset leaves it off.
-	BusyDecay time.Duration
-	// BusyIsolateAfter is the load penalty at which a busy broker is
-	// isolated as load (ReasonBusy, still reachable) for BusyDecay: it
-	// answered busy about this many times within one decay time. 0 never
-	// isolates a broker for answering busy. Not negative.
-	BusyIsolateAfter int
-	// CapHoldsBusy makes the isolation cap follow capacity (capacity.go): a
-	// broker isolated because it answered busy (it said it has no room) is
-	// never one the cap keeps in service, until that isolation ends or a
-	// failure of another class replaces it; it still counts as isolated. So
-	// the cap restores capacity with slow or failing brokers only, never by
-	// sending more to a broker that pushes back. It takes effect with the
-	// cap on (MaxIsolatedFraction).
-	CapHoldsBusy bool
-	// LoadAware turns on load-aware picks (loadaware.go): a v5 pick (first
-	// attempt or retry) whose round-robin probe lands on an available broker
-	// compares it with one more available queue, chosen anew with each pick
-	// (power of two choices), and takes the broker with the lower score:
-	// PeakEWMA of latency (a failure counts at least 1 s), faded by the time
-	// since its last update, x (attempts in flight + 1), + what is left of
-	// its busy answers' push-back. On in DefaultConfig, off in the
-	// reference presets.
-	LoadAware bool
-	// ProbeEndsBackoff brings a recovered broker back (recovery.go): when the
-	// detector's probe answers for a broker whose failure isolation the
-	// backoff lengthened (IsolationBackoff), that isolation ends where the
-	// duration table alone would have ended it (at once if that time has
-	// passed), and the broker's next attempt decides: an answer keeps it in
-	// service, a failure isolates it again, one backoff level longer. It
-	// takes effect with the backoff and the detector on. Off in every
-	// preset: in the simulator it brings flapping, busy and slow brokers back
-	// too soon (POLICIES.md); RecoveredAfter is the same cut with guards.
-	ProbeEndsBackoff bool
-	// ReleaseOnPushBack makes the isolation cap follow capacity
-	// (pushback.go): besides what MaxIsolatedFraction releases, the cap
-	// keeps one reachable isolated broker in service for each broker of the
-	// route in service that pushes back (answers busy, or slower than
-	// PushBackLatency), the least bad first. It takes effect with the cap
-	// on. Off in every preset (POLICIES.md).
-	ReleaseOnPushBack bool
-	// PushBackLatency is the answer latency above which a broker pushes
-	// back under ReleaseOnPushBack; 0 means DefaultPushBackLatency (50 ms,
-	// the 5.x table's first tier).
-	PushBackLatency time.Duration
-	// PushBackHold is how long after its last push-back a broker must start
-	// a send that it answers within PushBackLatency to stop pushing back;
-	// 0 means DefaultPushBackHold (1 s).
-	PushBackHold time.Duration
-	// RecoveredAfter turns on the sustained recovery rule (recovery.go), the
-	// ProbeEndsBackoff rule with guards: a failure isolation the backoff
-	// lengthened is cut as ProbeEndsBackoff cuts it only once the detector's
+	// CapacityDecrease turns on the capacity model (capacity.go): each
+	// broker has a weight in (0, 1], and a busy answer (any remark) or a
+	// throttled attempt multiplies it by CapacityDecrease (at least 1/32
+	// is left) instead of isolating the broker; a broker below full weight
+	// loses its share of first-stage picks (first attempts and retries) to
+	// a second candidate of higher weight, in proportion, and brokers of
+	// equal weight keep round robin's spread. It trades how fast the share
+	// leaves a broker that pushes back (lower: faster, after fewer busy
+	// answers) against how much a broker that pushed back once, a stall or
+	// a restart, loses meanwhile (higher: less). The push-back isolates
+	// nothing, marks nothing unreachable and is not recorded as latency.
+	// 0 turns it off; otherwise in (0, 1).
+	CapacityDecrease float64
+	// CapacityRecovery is how long a broker's weight takes to climb from 0
+	// back to 1 (linearly) after its last push-back, so at most this long
+	// after it, it is at full weight. It trades how soon a broker that had
+	// no room gets its share back (shorter) against how many busy answers
+	// a broker still short of room gives before its weight falls again
+	// (longer: fewer). 0 means DefaultCapacityRecovery (1 s); not negative.
+	CapacityRecovery time.Duration
+	// RecoveredAfter turns on the sustained recovery rule (recovery.go): a
+	// failure isolation the backoff lengthened is cut to what the duration
+	// table alone gave (at once when that has passed) only once the detector's
 	// probes have answered, every one, for RecoveredAfter since the failure
 	// that began it; never when the broker answered busy or slowly (an
 	// answer the duration table isolates for) within one failure isolation
@@ -166,10 +136,8 @@ type Config struct {
 	// (a failure in it isolates one level longer), and after it no
 	// isolation of the broker is cut again until answered sends forgive
 	// every level. It takes effect with the backoff and the detector on. 0
-	// turns it off; otherwise positive. With ProbeEndsBackoff on as well,
-	// that rule's cut comes first, on any answered probe, and this rule's
-	// guards no longer hold. The mqfault preset has 3 s: two probes a
-	// detector period apart.
+	// turns it off; otherwise positive. The mqfault preset has 3 s: three
+	// probes a detector period apart.
 	RecoveredAfter time.Duration
 }
 
@@ -201,6 +169,10 @@ func Reference4() Config {
 //
 //   - DetectParallel 16: a round over many isolated brokers takes about one
 //     probe timeout per 16 brokers instead of one per broker;
+//   - DetectPeriod and DetectInterval 1 s: a broker the detector marked
+//     unreachable gets no first attempt (the first stage wants available
+//     and reachable), so it is back within about a second of answering
+//     probes again, not the reference's 3 s;
 //   - MaxIsolatedFraction 0.5: at most half of a route's brokers (rounded
 //     up) are avoided at once, so a fault that hits many brokers cannot push
 //     all the traffic onto the few left;
@@ -209,31 +181,30 @@ func Reference4() Config {
 //     40 s, then 60 s (the v5 table gives 10 s), and 1000 answered sends
 //     forgive one step;
 //   - ProbeFailures: a broker whose probe fails is unreachable;
-//   - CapHoldsBusy: the cap never keeps in service a broker isolated for
-//     answering busy;
+//   - CapacityDecrease 0.75, CapacityRecovery 1 s: the capacity model
+//     (capacity.go): a busy answer lowers the broker's share of picks for
+//     at most a second, and isolates nothing;
 //   - RecoveredAfter 3 s: a broker whose probes have answered for 3 s since
 //     it failed comes back when the duration table's 10 s are over, not
 //     the backoff's 20 s or more, unless it was busy or slow just before,
 //     once per recovery;
-//   - LoadAware: a pick whose round robin lands on an available broker
-//     takes the lower-scored of it and a second candidate (PeakEWMA latency
-//     faded as read x (in flight + 1) + busy answers' push-back).
 //
-// BusyDecay (busy is load) and ReleaseOnPushBack stay off: in the simulator
-// they lose sends on clusters short of capacity. pkg/latency/POLICIES.md
+// pkg/latency/POLICIES.md
 // justifies each value with the simulator's results.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true
 	c.Detector = true
 	c.DetectParallel = 16
+	c.DetectPeriod = time.Second
+	c.DetectInterval = time.Second
 	c.MaxIsolatedFraction = 0.5
 	c.IsolationBackoff = 2
 	c.MaxIsolation = 60 * time.Second
 	c.BackoffDecay = 1000
 	c.ProbeFailures = true
-	c.CapHoldsBusy = true
-	c.LoadAware = true
+	c.CapacityDecrease = DefaultCapacityDecrease
+	c.CapacityRecovery = DefaultCapacityRecovery
 	c.RecoveredAfter = 3 * time.Second
 	return c
 }

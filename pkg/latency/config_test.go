@@ -180,7 +180,7 @@ func TestConfigPresets(t *testing.T) {
 		{"Reference4", latency.Reference4(), latency.Config{Mode: latency.ModeV4, DetectInterval: 2 * time.Second,
 			DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 1}},
 		{"DefaultConfig", latency.DefaultConfig(), latency.Config{Mode: latency.ModeV5, FaultTolerance: true, Detector: true,
-			DetectInterval: 2 * time.Second, DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 16}},
+			DetectInterval: time.Second, DetectTimeout: 200 * time.Millisecond, DetectPeriod: time.Second, DetectParallel: 16}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,9 +219,9 @@ func TestConfigValidate(t *testing.T) {
 		{"nil duration func", func(c *latency.Config) { c.Durations = latency.DurationTableFunc(nil) }, "Durations"},
 		{"custom table", func(c *latency.Config) { c.Durations = latency.MustStepTable(msd(1), msd(1)) }, ""},
 		{"negative recovered after", func(c *latency.Config) { c.RecoveredAfter = -time.Second }, "RecoveredAfter"},
-		{"recovered after with probe ends backoff", func(c *latency.Config) {
-			c.RecoveredAfter, c.ProbeEndsBackoff = time.Second, true
-		}, ""},
+		{"capacity decrease of 1", func(c *latency.Config) { c.CapacityDecrease = 1 }, "CapacityDecrease"},
+		{"negative capacity recovery", func(c *latency.Config) { c.CapacityRecovery = -time.Second }, "CapacityRecovery"},
+		{"capacity model", func(c *latency.Config) { c.CapacityDecrease, c.CapacityRecovery = 0.5, time.Second }, ""},
 		{"recovered after without the backoff", func(c *latency.Config) { c.RecoveredAfter = time.Second }, ""},
 	}
 	for _, tt := range tests {

@@ -40,8 +40,7 @@ type Detector struct {
 	interval time.Duration
 	timeout  time.Duration
 	parallel int
-	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable
-	recovery bool // Config.ProbeEndsBackoff: an answered probe cuts a lengthened isolation (recovery.go)
+	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable, unless a send of it was answered within interval
 	obs      Observer
 	log      *slog.Logger
 	// recoveredAfter is Config.RecoveredAfter: probes answering that long
@@ -64,11 +63,8 @@ type DetectorConfig struct {
 	// ProbeFailures makes a failed probe mark the broker unreachable
 	// (Config.ProbeFailures).
 	ProbeFailures bool
-	// ProbeEndsBackoff makes an answered probe end a lengthened isolation
-	// (Config.ProbeEndsBackoff).
-	ProbeEndsBackoff bool
-	Observer         Observer     // hears of every probe; nil means none
-	Logger           *slog.Logger // nil means slog.Default()
+	Observer      Observer     // hears of every probe; nil means none
+	Logger        *slog.Logger // nil means slog.Default()
 	// RecoveredAfter, when positive, makes probes that have answered that
 	// long since a lengthened failure isolation began cut it, once per
 	// recovery (Config.RecoveredAfter). The rule's guard against busy or
@@ -120,7 +116,6 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 		timeout:  cfg.Timeout,
 		parallel: max(cfg.Parallel, 1),
 		failures: cfg.ProbeFailures,
-		recovery: cfg.ProbeEndsBackoff,
 		obs:      cfg.Observer,
 		log:      cfg.Logger,
 
@@ -224,9 +219,6 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if sl.present.Load() && sl.setReachable(true) {
 			ev.BecameReachable = true
 		}
-		if d.recovery {
-			sl.endBackoffEarly()
-		}
 		if d.recoveredAfter > 0 {
 			sl.probeAnswered(d.table.now(), d.recoveredAfter)
 		}
@@ -237,7 +229,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if timedOut {
 			c.timedOut.Add(1)
 		}
-		if d.failures && sl.present.Load() && sl.setReachable(false) {
+		if d.failures && sl.present.Load() && !sl.cap.answeredSince(d.table.now()-int64(d.interval)) && sl.setReachable(false) {
 			ev.BecameUnreachable = true
 		}
 		if d.recoveredAfter > 0 {

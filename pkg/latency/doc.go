@@ -47,7 +47,7 @@
 //     tables);
 //   - policy.go (the registry of the policies past the reference and their
 //     hooks), then each policy's file: isolationcap.go, backoff.go,
-//     recovery.go, capacity.go, pushback.go, busyload.go, loadaware.go;
+//     recovery.go, capacity.go (the capacity model);
 //     POLICIES.md says why each is there and what it measured;
 //   - detector.go (the detector: rounds of probes of isolated brokers; the
 //     probe contract it calls, ServiceDetector, is package probe's, and

@@ -80,8 +80,7 @@ var isolationCapPolicy = policyKind{
 
 // isolationCap is the cap's release hook.
 type isolationCap struct {
-	fraction   float64
-	onPushBack bool // pushback.go: also release while brokers in service push back
+	fraction float64
 }
 
 var _ releaseHook = isolationCap{}
@@ -89,10 +88,8 @@ var _ releaseHook = isolationCap{}
 // bind returns the cap's state for a route of the given slots, or nil when
 // the cap cannot bind (too few brokers).
 func (c isolationCap) bind(slots []*slot, entries []entry, durations *atomic.Pointer[durationsBox]) *capState {
-	if limit := capLimit(c.fraction, len(slots)); limit < len(slots) || c.onPushBack && len(slots) > 1 {
-		cs := newCapState(limit, slots, entries, durations)
-		cs.onPushBack = c.onPushBack
-		return cs
+	if limit := capLimit(c.fraction, len(slots)); limit < len(slots) {
+		return newCapState(limit, slots, entries, durations)
 	}
 	return nil
 }
@@ -100,15 +97,14 @@ func (c isolationCap) bind(slots []*slot, entries []entry, durations *atomic.Poi
 // capState is one route binding's isolation cap: the route's broker slots, the
 // two views and the scratch space of a recompute.
 type capState struct {
-	limit      int                           // most brokers of the route picks avoid at once
-	onPushBack bool                          // pushback.go: release one more per broker in service pushing back
-	slots      []*slot                       // per broker of the route, in the publish info's order
-	positions  [][]int32                     // per broker of the route, its queue positions
-	durations  *atomic.Pointer[durationsBox] // the strategy's, to grade latencies
-	busy       atomic.Bool
-	view       atomic.Pointer[capView]
-	bufs       [2]capView
-	ranks      []rankKey // guarded by busy
+	limit     int                           // most brokers of the route picks avoid at once
+	slots     []*slot                       // per broker of the route, in the publish info's order
+	positions [][]int32                     // per broker of the route, its queue positions
+	durations *atomic.Pointer[durationsBox] // the strategy's, to grade latencies
+	busy      atomic.Bool
+	view      atomic.Pointer[capView]
+	bufs      [2]capView
+	ranks     []rankKey // guarded by busy
 }
 
 // capView says which isolated brokers of a route the cap keeps in service,
@@ -172,7 +168,6 @@ func (c *capState) recompute(t *FaultTable) *capView {
 // busy.
 func (c *capState) fill(v *capView) {
 	c.ranks = c.ranks[:0]
-	pushing := 0
 	durations := c.durations.Load().t
 	for i, s := range c.slots {
 		if s.isolated.Load() {
@@ -185,10 +180,7 @@ func (c *capState) fill(v *capView) {
 				latency:     lat,
 				name:        s.name,
 				i:           int32(i),
-				held:        s.pushedBack.Load(),
 			})
-		} else if c.onPushBack && s.pushing.Load() != 0 {
-			pushing++
 		}
 	}
 	for i := range v.released {
@@ -198,33 +190,17 @@ func (c *capState) fill(v *capView) {
 		v.rel[i].Store(0)
 	}
 	v.nRel.Store(0)
-	if len(c.ranks) <= c.limit && pushing == 0 {
+	if len(c.ranks) <= c.limit {
 		return
 	}
 	slices.SortFunc(c.ranks, worseFirst)
 	var nRel int64
-	release := func(r rankKey) {
+	for _, r := range c.ranks[c.limit:] { // the limit worst stay avoided
 		v.released[r.i].Store(true)
 		for _, p := range c.positions[r.i] {
 			v.rel[p>>6].Or(1 << (p & 63))
 		}
 		nRel += int64(len(c.positions[r.i]))
-	}
-	kept := min(c.limit, len(c.ranks)) // the worst, which the fraction lets picks avoid
-	for _, r := range c.ranks[kept:] {
-		if r.held { // capacity.go: never back in service while it pushes back
-			continue
-		}
-		release(r)
-	}
-	// pushback.go: one more, least bad first, for each broker in service
-	// that pushes back; never one whose probe or last send found it
-	// unreachable (it adds no capacity, only failed attempts).
-	for k := kept - 1; k >= 0 && pushing > 0; k-- {
-		if r := c.ranks[k]; !r.held && !r.unreachable {
-			release(r)
-			pushing--
-		}
 	}
 	v.nRel.Store(nRel)
 }
@@ -238,7 +214,6 @@ type rankKey struct {
 	latency     int64
 	name        string
 	i           int32
-	held        bool // the broker pushed back (capacity.go): never released
 }
 
 // worseFirst orders isolated brokers from the one most worth avoiding to the

@@ -109,7 +109,8 @@ type Outcome struct {
 	Err error
 	// Pending: the attempt goes on after this report (an async request's
 	// hand-over); its end is reported later through the same pick. A
-	// pending report does not end the attempt for load-aware picks.
+	// pending report does not end the attempt (the capacity model reads
+	// the attempt's end only).
 	Pending bool
 }
 
@@ -156,22 +157,14 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 		return FaultUpdate{}
 	}
 	broker := p.Queue.BrokerName
-	on, ends := s.faultOn.Load(), s.policies.loadAware && !o.Pending
-	var live *slot
-	if on || ends {
-		var held *slot
-		held, live = s.table.resolve(p.slot, broker)
-		if ends && held != nil {
-			now := s.table.now()
-			s.table.see(now)
-			held.load.end(now, o)
-		}
-		if on && live == nil {
+	var live *slot // nil: the hooks read it as fault tolerance off
+	if s.faultOn.Load() {
+		if _, live = s.table.resolve(p.slot, broker); live == nil {
 			live = s.table.slotFor(broker)
 		}
-	}
-	if !on {
-		live = nil // the hooks read a nil slot as fault tolerance off
+		if s.policies.capacity != nil && !o.Pending {
+			s.table.see(s.table.now()) // the capacity model's weights are read at it
+		}
 	}
 	for _, h := range s.policies.outcomes {
 		if u, ok := h.report(s, live, broker, o); ok {

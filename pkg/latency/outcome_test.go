@@ -2,7 +2,6 @@ package latency_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -389,31 +388,22 @@ func TestEveryPickReportsToItsStrategy(t *testing.T) {
 // it was in flight (a route change dropped the broker's item): its Done
 // still makes the fault update on the broker's slot in the table (made
 // again by name), not on the dropped slot the pick was made on, so the
-// broker is isolated as its failure calls for; with load-aware picks the
-// in-flight count of the broker's new slot, which the pick was not counted
-// on, stays 0.
+// broker is isolated as its failure calls for.
 func TestDoneAfterEviction(t *testing.T) {
-	for _, la := range []bool{false, true} {
-		t.Run(fmt.Sprintf("load-aware=%t", la), func(t *testing.T) {
-			s, _ := policyStrategy(t, func(c *latency.Config) { c.LoadAware = la })
-			info := loadRoute(t, "a", "b")
-			s.RouteChanged(info)
-			s.Update("a", time.Millisecond, false, true)
-			p := pickOn(t, s, info, "a")
-			s.RouteChanged(loadRoute(t, "b", "c"))
-			if _, ok := s.Table().Item("a"); ok {
-				t.Fatal("a's item survived a route without a")
-			}
-			u := p.Done(latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond})
-			if u.Broker != "a" || !u.Isolation {
-				t.Errorf("Done() = %+v, want a failure update of a", u)
-			}
-			if s.FaultTolerance().IsAvailable("a") {
-				t.Error("a is available after its failed attempt's Done; want it isolated")
-			}
-			if got := s.InFlight("a"); got != 0 {
-				t.Errorf("InFlight(a) = %d, want 0", got)
-			}
-		})
+	s, _ := policyStrategy(t, func(*latency.Config) {})
+	info := loadRoute(t, "a", "b")
+	s.RouteChanged(info)
+	s.Update("a", time.Millisecond, false, true)
+	p := pickOn(t, s, info, "a")
+	s.RouteChanged(loadRoute(t, "b", "c"))
+	if _, ok := s.Table().Item("a"); ok {
+		t.Fatal("a's item survived a route without a")
+	}
+	u := p.Done(latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond})
+	if u.Broker != "a" || !u.Isolation {
+		t.Errorf("Done() = %+v, want a failure update of a", u)
+	}
+	if s.FaultTolerance().IsAvailable("a") {
+		t.Error("a is available after its failed attempt's Done; want it isolated")
 	}
 }

@@ -16,8 +16,8 @@ package latency_test
 //	  (MockRouteFilter, MockDurationTable)                 TestCascadeStagesRouteFilter
 //	v4's least-bad pick on the built-in table              TestSelectV4LeastBadFaultTable
 //	all isolated (fast path and cascade)                   TestCascadeStagesRouteFilter
-//	load-aware second candidate on a retry                 TestLoadAwareRetryAvoidsLastBroker
-//	load score of each outcome class (throttled apart)     TestLoadAwarePeakEWMA, TestLoadAwareThrottledLeavesScore
+//	capacity model's second candidate on a retry           TestCapacitySecondCandidateNeverLast
+//	push-back (busy, throttled) as weight, not latency     TestCapacityThrottledLatencyNotLatency
 //	each outcome class x path x mode → fault update        TestUpdateFor, TestUpdateRulesCoverEveryClass
 //	a pick's Done through another Reporter (MockReporter)  TestPickDoneReporter
 //	detector verdicts: reachable, unreachable,

@@ -35,9 +35,9 @@ type Pick struct {
 }
 
 // Releaser is implemented by a Reporter that holds something for each pick
-// until its attempt ends (a Strategy with load-aware picks counts the
-// attempt in flight), so that a pick whose attempt never starts can give it
-// back: Pick.Release calls it. A Reporter that holds nothing need not
+// until its attempt ends (a Reporter that counts attempts in flight), so
+// that a pick whose attempt never starts can give it back: Pick.Release
+// calls it. A Strategy holds nothing per pick and is not one. A Reporter that holds nothing need not
 // implement it. Release must be safe for concurrent use and must not block.
 type Releaser interface {
 	Release(p Pick)
@@ -45,10 +45,9 @@ type Releaser interface {
 
 // Release says that no attempt was made on the pick (the send ended before
 // its attempt started): it calls the Reporter's Release when the Reporter
-// is a Releaser, and does nothing otherwise. A Strategy changes no fault
-// state, and only uncounts the pick from its broker's attempts in flight
-// under load-aware picks. Call either Release or one Done that is not
-// Pending per pick, never both. Safe for concurrent use; allocates nothing
+// is a Releaser, and does nothing otherwise (a Strategy's pick: no fault
+// state changes). Call either Release or one Done that is not Pending per
+// pick, never both. Safe for concurrent use; allocates nothing
 // for a Strategy's pick; on a zero Pick it does nothing.
 func (p Pick) Release() {
 	if r, ok := p.Reporter.(Releaser); ok && p.Queue != nil {
@@ -141,31 +140,14 @@ type cascade interface {
 	pick(info *route.PublishInfo, in PickInfo) (Pick, bool)
 }
 
-// picked makes the result for queue p, counting it in flight when
-// load-aware picks are on. b is the binding p was picked from, nil for the
-// picks that bind nothing (fault tolerance off): those find the broker's slot
-// by name only when they count it, and carry no handle otherwise.
+// picked makes the result for queue p. b is the binding p was picked from,
+// nil for the picks that bind nothing (fault tolerance off): those carry no
+// handle.
 func (s *Strategy) picked(info *route.PublishInfo, b *binding, p int, st Stage) (Pick, bool) {
 	var sl *slot
 	if b != nil {
 		sl = b.entries[p].s
 	}
-	if s.policies.loadAware {
-		if sl == nil {
-			// A broker the table has no slot for yet (fault tolerance off,
-			// no update so far) is not counted.
-			sl = s.table.lookup(info.QueueRef(p).BrokerName)
-		}
-		if sl != nil {
-			sl.load.inflight.Add(1)
-		}
-	}
-	return s.made(info, sl, p, st)
-}
-
-// made makes the result for queue p on slot sl (nil: none known), counted
-// in flight already when it has to be (picked, twoChoices).
-func (s *Strategy) made(info *route.PublishInfo, sl *slot, p int, st Stage) (Pick, bool) {
 	if s.stages != nil {
 		s.stages.add(st)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/mqfault/mqfault/internal/configerr"
 )
 
-// The policies past the reference (DESIGN.md section 4) are the seven that
+// The policies past the reference (DESIGN.md section 4) are the five that
 // policyKinds registers, each in its own file:
 //
 //   - the isolation cap (isolationcap.go, Config.MaxIsolatedFraction): a
@@ -17,14 +17,11 @@ import (
 //     the isolation hook;
 //   - the sustained recovery rule (recovery.go, Config.RecoveredAfter): an
 //     outcome hook, read by the detector;
-//   - the cap's hold of busy brokers (capacity.go, Config.CapHoldsBusy): an
-//     outcome hook, read by the cap;
-//   - the release on push-back (pushback.go, Config.ReleaseOnPushBack): an
-//     outcome hook, which also switches the cap's release rule;
-//   - busy is load (busyload.go, Config.BusyDecay): an outcome hook that
-//     makes the fault update of a busy answer itself;
-//   - load-aware picks (loadaware.go, Config.LoadAware): a switch the v5
-//     cascade reads on the pick path.
+//   - reachable first (reachableFirstPolicy, below: Config.Detector with
+//     Config.ProbeFailures): a switch the v5 cascade's first stage reads;
+//   - the capacity model (capacity.go, Config.CapacityDecrease): an outcome
+//     hook that makes the fault update of a push-back itself, and the
+//     weights the v5 cascade's first stage reads on the pick path.
 //
 // The probe-failure rule is one switch of the detector (Config.ProbeFailures).
 // Each is off at its Config zero value, so Reference5 and Reference4 decide
@@ -57,14 +54,17 @@ type policyKind struct {
 
 // policyKinds lists every policy past the reference, in the order their
 // settings are checked.
-var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, recoveryPolicy, capHoldPolicy, pushBackPolicy, busyLoadPolicy, loadAwarePolicy}
+var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, recoveryPolicy, reachableFirstPolicy, capacityPolicy}
 
 // policies holds the hooks a strategy runs; nil hooks are off.
 type policies struct {
-	isolation isolationHook // at most one policy shapes isolations
-	release   releaseHook   // at most one policy releases brokers
-	outcomes  []outcomeHook // in order, on every reported outcome
-	loadAware bool          // load-aware picks (loadaware.go)
+	isolation isolationHook  // at most one policy shapes isolations
+	release   releaseHook    // at most one policy releases brokers
+	outcomes  []outcomeHook  // in order, on every reported outcome
+	capacity  *capacityModel // the capacity model (capacity.go); nil when off
+	// reachFirst makes the v5 cascade's first stage take only brokers
+	// that are available and reachable (reachableFirstPolicy).
+	reachFirst bool
 }
 
 func newPolicies(cfg Config) policies {
@@ -80,6 +80,22 @@ func validatePolicies(c Config, l *configerr.List) {
 	for _, k := range policyKinds {
 		k.validate(c, l)
 	}
+}
+
+// reachableFirstPolicy makes a broker the detector calls unreachable get
+// no first-stage pick while a broker that is available and reachable is
+// there: with the detector on and ProbeFailures, an unreachable broker is
+// one whose probe or last send failed, and the end of its isolation timer
+// says nothing of whether it answers again (the reference's first stage
+// admits it, each attempt a timeout). Its pick comes from the later stages
+// (reachable, then any), as when every broker is isolated.
+var reachableFirstPolicy = policyKind{
+	validate: func(Config, *configerr.List) {},
+	install: func(c Config, p *policies) {
+		if c.Detector && c.ProbeFailures {
+			p.reachFirst = true
+		}
+	},
 }
 
 // isolationHook shapes what an update does to a broker's isolation.

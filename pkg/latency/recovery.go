@@ -9,16 +9,15 @@ import (
 
 // This file holds the rules that bring a recovered broker back, a part of
 // the backoff for repeat offenders (backoff.go) that the detector applies:
-// the cut on any answered probe (Config.ProbeEndsBackoff, off in every
-// preset), and the same cut with guards (Config.RecoveredAfter, on in the
-// mqfault preset; POLICIES.md, "A recovered broker comes back", has the
-// measurements).
+// the cut of a lengthened isolation once probes have answered for a while,
+// with guards (Config.RecoveredAfter, on in the mqfault preset; POLICIES.md,
+// "A recovered broker comes back", has the measurements).
 //
 // The backoff lengthens a repeat offender's failure isolation (20 s, 40 s,
 // 60 s where the duration table gives 10 s), which is right while the broker
 // keeps failing and wrong once it has recovered: on a real 4.9.8 broker
 // stopped for 20 s, the preset kept it out of traffic for 12 s after it came
-// back. With this rule, when a probe answers for a broker whose isolation
+// back. With the cut, once probes answer for a broker whose isolation
 // the backoff lengthened, the isolation is cut to what the duration table
 // alone gave (from the failure that started it), or ends at once when that
 // time has passed. The broker's next attempt then decides, as a half-open
@@ -28,17 +27,6 @@ import (
 // isolation the duration table itself gave, so a broker that accepts
 // connections but fails sends (the wedged scenario) is still held for the
 // table's 10 s each time.
-
-// endBackoffEarly cuts s's running failure isolation to its unlengthened
-// end, if the backoff lengthened it. Called by the detector when a probe of
-// s answered; it takes s's lock (off the pick path).
-func (s *slot) endBackoffEarly() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if base, ok := s.lengthened(); ok {
-		s.cut(base, s.table.now())
-	}
-}
 
 // lengthened returns the unlengthened end of s's running failure isolation
 // when the backoff lengthened it. Caller must hold s.mu.

@@ -183,18 +183,17 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	}
 	if o.resolver != nil && spec.detector {
 		d, err := NewDetector(DetectorConfig{
-			Table:            s.table,
-			Resolver:         o.resolver,
-			Service:          o.service,
-			Clock:            o.clock,
-			Interval:         cfg.DetectInterval,
-			Timeout:          cfg.DetectTimeout,
-			Parallel:         cfg.DetectParallel,
-			ProbeFailures:    cfg.ProbeFailures,
-			ProbeEndsBackoff: cfg.ProbeEndsBackoff && cfg.IsolationBackoff != 0,
-			RecoveredAfter:   recoveredAfter(cfg),
-			Observer:         o.obs,
-			Logger:           o.log,
+			Table:          s.table,
+			Resolver:       o.resolver,
+			Service:        o.service,
+			Clock:          o.clock,
+			Interval:       cfg.DetectInterval,
+			Timeout:        cfg.DetectTimeout,
+			Parallel:       cfg.DetectParallel,
+			ProbeFailures:  cfg.ProbeFailures,
+			RecoveredAfter: recoveredAfter(cfg),
+			Observer:       o.obs,
+			Logger:         o.log,
 		})
 		if err != nil {
 			return nil, err

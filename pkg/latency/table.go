@@ -161,18 +161,8 @@ type slot struct {
 	// send, and is written under mu; strikes is the backoff's count (backoff.go).
 	failed  atomic.Bool
 	strikes atomic.Int64
-	// busy is the busy-is-load policy's load penalty (busyload.go).
-	busy penalty
-	// load is the load-aware picks' per-broker state (loadaware.go).
-	load brokerLoad
-	// pushedBack: the broker's current isolation follows a busy answer, and
-	// no failure of another class came since (capacity.go; kept only with
-	// Config.CapHoldsBusy).
-	pushedBack atomic.Bool
-	// pushing is the table time of the broker's last push-back while it
-	// pushes back, 0 otherwise (pushback.go; kept only with
-	// Config.ReleaseOnPushBack).
-	pushing atomic.Int64
+	// cap is the capacity model's weight (capacity.go).
+	cap brokerCapacity
 	// baseUntil is when the running failure isolation would end without
 	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
 	// Written under mu.
@@ -325,7 +315,7 @@ func wallTime(v, off int64) time.Time { return time.Unix(0, v+off) }
 func (t *FaultTable) wallOf(v int64) time.Time { return wallTime(v, t.wallOffset()) }
 
 // see records now as the latest table time seen, for readers on the pick
-// path that must not read the clock (load-aware scores). Concurrent calls
+// path that must not read the clock (the capacity model's weights). Concurrent calls
 // may store a slightly older time; it only moves forward otherwise.
 func (t *FaultTable) see(now int64) {
 	if now > t.seen.Load() {
@@ -525,7 +515,6 @@ func (s *slot) expire() {
 	recovered := false
 	if u := s.until.Load(); now >= u {
 		recovered = s.setIsolated(false)
-		s.pushedBack.Store(false) // capacity.go: the isolation it earned is over
 	} else if s.isolated.Load() {
 		s.arm(span(now, u))
 	}
@@ -557,6 +546,8 @@ func (s *slot) reset() {
 	s.latency.Store(0)
 	s.checkStamp.Store(0)
 	s.strikes.Store(0)
+	s.cap.state.Store(0)
+	s.cap.answered.Store(0)
 	s.table.ver.Add(1)
 	s.table.bump()
 }

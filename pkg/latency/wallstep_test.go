@@ -77,16 +77,16 @@ func TestWallStepIsolation(t *testing.T) {
 	}
 }
 
-// loadAwareRun makes 2000 load-aware picks over a route of a slow broker
+// capacityRun makes 2000 picks under the capacity model over a route of a slow broker
 // (400 ms answers) and a fast one (1 ms), 5 ms apart, with the wall clock
 // stepped by step after the first 100, and returns the picks per broker
 // after the step.
-func loadAwareRun(t *testing.T, step time.Duration) map[string]int {
+func capacityRun(t *testing.T, step time.Duration) map[string]int {
 	t.Helper()
 	clock := newWallStepClock()
 	cfg := latency.Reference5()
-	cfg.FaultTolerance, cfg.LoadAware = true, true
-	// Nothing isolates: the scores alone decide.
+	cfg.FaultTolerance, cfg.CapacityDecrease = true, latency.DefaultCapacityDecrease
+	// Nothing isolates: the model's latency term alone decides.
 	cfg.Durations = latency.MustStepTable([]time.Duration{time.Hour}, []time.Duration{0})
 	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
 	if err != nil {
@@ -115,25 +115,25 @@ func loadAwareRun(t *testing.T, step time.Duration) map[string]int {
 	return picks
 }
 
-// TestWallStepLoadAware is issue 21's item 3, second part: a step of the
-// wall clock does not switch load-aware picks off. Before the fix, with a
-// step back of 1 h, every score read as faded for an hour and the picks
-// went to round robin (1000/1000).
-func TestWallStepLoadAware(t *testing.T) {
-	want := loadAwareRun(t, 0)
+// TestWallStepCapacity is issue 21's item 3, second part: a step of the
+// wall clock does not switch the capacity model's latency term off (with
+// a step back of 1 h, a latency average faded on the wall clock would read
+// as faded for an hour and the picks go to round robin, 1000/1000).
+func TestWallStepCapacity(t *testing.T) {
+	want := capacityRun(t, 0)
 	if want["slow"] >= want["fast"]/2 {
 		t.Fatalf("without a step: picks %v, want the fast broker at least twice as often", want)
 	}
 	for _, step := range []time.Duration{-time.Hour, time.Hour} {
-		if got := loadAwareRun(t, step); got["slow"] != want["slow"] || got["fast"] != want["fast"] {
+		if got := capacityRun(t, step); got["slow"] != want["slow"] || got["fast"] != want["fast"] {
 			t.Errorf("with a wall step of %v: picks %v, want %v as without it", step, got, want)
 		}
 	}
 }
 
 // wallStepRun drives a mqfault-preset strategy (every policy that reads
-// time: backoff, sustained recovery, cap, push-back, busy penalty,
-// load-aware picks, detector stamps and probes) through a fixed run of
+// time: backoff, sustained recovery, cap, the capacity model, detector
+// stamps and probes) through a fixed run of
 // picks, outcomes and detector rounds, stepping the wall clock by the
 // given steps at the given picks, and returns what it decided and saw,
 // one line per pick, with every time relative to the clock's Now.
@@ -141,8 +141,6 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 	t.Helper()
 	clock := newWallStepClock()
 	cfg := latency.DefaultConfig()
-	cfg.ReleaseOnPushBack = true
-	cfg.BusyDecay, cfg.BusyIsolateAfter = 2*time.Second, 3
 	brokers := []string{"a", "b", "c", "d", "e"}
 	res := latency.StaticResolver{}
 	for _, b := range brokers {
@@ -211,9 +209,8 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 			if !it.IsolatedUntil.Equal(time.Unix(0, 0)) {
 				until = it.IsolatedUntil.Sub(now).String()
 			}
-			line += fmt.Sprintf(" [%s %v %v %v until %s check %s level %d inflight %d load %v push %v busy %.3f]",
-				it.Broker, it.Available, it.Reachable, it.Latency, until, check, s.BackoffLevel(it.Broker),
-				s.InFlight(it.Broker), s.LoadLatency(it.Broker), s.PushingBack(it.Broker), s.BusyPenalty(it.Broker))
+			line += fmt.Sprintf(" [%s %v %v %v until %s check %s level %d weight %.3f]",
+				it.Broker, it.Available, it.Reachable, it.Latency, until, check, s.BackoffLevel(it.Broker), s.Weight(it.Broker))
 		}
 		if i%40 == 0 {
 			rep, err := s.DetectRound(t.Context())

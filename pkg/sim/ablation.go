@@ -56,9 +56,6 @@ var ablations = []Ablation{
 			return l.MaxIsolatedFraction > 0 && l.MaxIsolatedFraction < 1
 		},
 		off: func(l *latency.Config, _ *producer.Config) { l.MaxIsolatedFraction = 0 }},
-	{Name: "cap-holds-busy", Policy: "cap holds busy", Fields: []string{"latency.Config.CapHoldsBusy"}, Requires: []string{"isolation-cap"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.CapHoldsBusy },
-		off: func(l *latency.Config, _ *producer.Config) { l.CapHoldsBusy = false }},
 	{Name: "backoff", Policy: "backoff", Fields: []string{"latency.Config.IsolationBackoff"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool { return l.IsolationBackoff != 0 },
 		off: func(l *latency.Config, _ *producer.Config) { l.IsolationBackoff = 0 }},
@@ -71,21 +68,21 @@ var ablations = []Ablation{
 	{Name: "probe-failures", Policy: "probe failures", Fields: []string{"latency.Config.ProbeFailures"}, Requires: []string{"detector"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool { return l.ProbeFailures },
 		off: func(l *latency.Config, _ *producer.Config) { l.ProbeFailures = false }},
-	{Name: "probe-ends-backoff", Policy: "probe ends backoff", Fields: []string{"latency.Config.ProbeEndsBackoff"}, Requires: []string{"backoff", "detector"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.ProbeEndsBackoff },
-		off: func(l *latency.Config, _ *producer.Config) { l.ProbeEndsBackoff = false }},
 	{Name: "recovered-after", Policy: "recovered broker comes back", Fields: []string{"latency.Config.RecoveredAfter"}, Requires: []string{"backoff", "detector"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool { return l.RecoveredAfter > 0 },
 		off: func(l *latency.Config, _ *producer.Config) { l.RecoveredAfter = 0 }},
-	{Name: "busy-is-load", Policy: "busy is load", Fields: []string{"latency.Config.BusyDecay"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.BusyDecay > 0 },
-		off: func(l *latency.Config, _ *producer.Config) { l.BusyDecay = 0 }},
-	{Name: "release-on-pushback", Policy: "release on push-back", Fields: []string{"latency.Config.ReleaseOnPushBack"}, Requires: []string{"isolation-cap"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.ReleaseOnPushBack },
-		off: func(l *latency.Config, _ *producer.Config) { l.ReleaseOnPushBack = false }},
-	{Name: "load-aware", Policy: "load-aware picks", Fields: []string{"latency.Config.LoadAware"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.LoadAware },
-		off: func(l *latency.Config, _ *producer.Config) { l.LoadAware = false }},
+	{Name: "capacity-model", Policy: "capacity model", Fields: []string{"latency.Config.CapacityDecrease", "latency.Config.CapacityRecovery"}, latency: true,
+		set: func(l latency.Config, _ producer.Config) bool { return l.CapacityDecrease > 0 },
+		off: func(l *latency.Config, _ *producer.Config) { l.CapacityDecrease, l.CapacityRecovery = 0, 0 }},
+	{Name: "fast-probes", Policy: "fast probes", Fields: []string{"latency.Config.DetectInterval", "latency.Config.DetectPeriod"}, Requires: []string{"detector"}, latency: true,
+		set: func(l latency.Config, _ producer.Config) bool {
+			r := latency.Reference5()
+			return l.DetectInterval < r.DetectInterval || l.DetectPeriod < r.DetectPeriod
+		},
+		off: func(l *latency.Config, _ *producer.Config) {
+			r := latency.Reference5()
+			l.DetectInterval, l.DetectPeriod = r.DetectInterval, r.DetectPeriod
+		}},
 	{Name: "per-attempt-cap", Policy: "per-attempt cap", Fields: []string{"producer.Config.MaxTimeoutPerRequest"},
 		set: func(_ latency.Config, p producer.Config) bool { return p.MaxTimeoutPerRequest > 0 },
 		off: func(_ *latency.Config, p *producer.Config) { p.MaxTimeoutPerRequest = 0 }},

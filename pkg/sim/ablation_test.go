@@ -26,9 +26,9 @@ func allOn(t *testing.T) Strategy {
 	l.DetectParallel = 16
 	l.MaxIsolatedFraction = 0.5
 	l.IsolationBackoff, l.MaxIsolation, l.BackoffDecay = 2, time.Minute, 1000
-	l.ProbeFailures, l.CapHoldsBusy, l.LoadAware, l.ProbeEndsBackoff = true, true, true, true
-	l.BusyDecay, l.BusyIsolateAfter = time.Second, 8
-	l.ReleaseOnPushBack = true
+	l.DetectInterval, l.DetectPeriod = time.Second, time.Second
+	l.ProbeFailures = true
+	l.CapacityDecrease, l.CapacityRecovery = 0.75, time.Second
 	l.RecoveredAfter = 3 * time.Second
 	p.MaxTimeoutPerRequest = time.Second
 	p.RetryBudget, p.RetryBudgetFloor = 0.5, 10
@@ -69,16 +69,13 @@ func TestAblationTable(t *testing.T) {
 		field        string
 	}{
 		{"isolation-cap", "isolation cap", "latency.Config.MaxIsolatedFraction"},
-		{"cap-holds-busy", "cap holds busy", "latency.Config.CapHoldsBusy"},
 		{"backoff", "backoff", "latency.Config.IsolationBackoff"},
 		{"detector", "detector", "latency.Config.Detector"},
 		{"parallel-probes", "parallel probes", "latency.Config.DetectParallel"},
 		{"probe-failures", "probe failures", "latency.Config.ProbeFailures"},
-		{"probe-ends-backoff", "probe ends backoff", "latency.Config.ProbeEndsBackoff"},
 		{"recovered-after", "recovered broker comes back", "latency.Config.RecoveredAfter"},
-		{"busy-is-load", "busy is load", "latency.Config.BusyDecay"},
-		{"release-on-pushback", "release on push-back", "latency.Config.ReleaseOnPushBack"},
-		{"load-aware", "load-aware picks", "latency.Config.LoadAware"},
+		{"capacity-model", "capacity model", "latency.Config.CapacityDecrease,latency.Config.CapacityRecovery"},
+		{"fast-probes", "fast probes", "latency.Config.DetectInterval,latency.Config.DetectPeriod"},
 		{"per-attempt-cap", "per-attempt cap", "producer.Config.MaxTimeoutPerRequest"},
 		{"retry-budget", "retry budget", "producer.Config.RetryBudget"},
 	}
@@ -104,11 +101,12 @@ func TestAblationTable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Of(every policy on) error = %v", err)
 			}
-			if got := changedFields(base, s); !slices.Equal(got, []string{tt.field}) {
-				t.Errorf("the ablation changes %v, want exactly [%s]", got, tt.field)
+			fields := strings.Split(tt.field, ",")
+			if got := changedFields(base, s); !slices.Equal(got, fields) {
+				t.Errorf("the ablation changes %v, want exactly %v", got, fields)
 			}
-			if !slices.Equal(a.Fields, []string{tt.field}) {
-				t.Errorf("Fields = %v, want [%s]", a.Fields, tt.field)
+			if !slices.Equal(a.Fields, fields) {
+				t.Errorf("Fields = %v, want %v", a.Fields, fields)
 			}
 			if err := s.Latency.Validate(); err != nil {
 				t.Errorf("the ablation's latency config is invalid: %v", err)
@@ -125,7 +123,7 @@ func TestAblationTable(t *testing.T) {
 			if s.Ablated != (Ablated{Of: "mqfault", Policy: tt.policy}) {
 				t.Errorf("Ablated = %+v, want of mqfault, policy %q", s.Ablated, tt.policy)
 			}
-			if !strings.Contains(s.Summary, a.Label()) || !strings.Contains(s.Summary, tt.field) {
+			if !strings.Contains(s.Summary, a.Label()) || !strings.Contains(s.Summary, fields[0]) {
 				t.Errorf("Summary = %q, want the label and the field", s.Summary)
 			}
 			var off *PolicyOffError
@@ -195,12 +193,12 @@ func TestAblationRefused(t *testing.T) {
 		change   func(*Strategy)
 		want     string
 	}{
-		{"load-aware", func(s *Strategy) { s.Latency.LoadAware = false }, `"mqfault-load-aware" does not apply: mqfault has the policy "load-aware picks" off (latency.Config.LoadAware)`},
+		{"capacity-model", func(s *Strategy) { s.Latency.CapacityDecrease = 0 }, `"mqfault-capacity-model" does not apply: mqfault has the policy "capacity model" off (latency.Config.CapacityDecrease, latency.Config.CapacityRecovery)`},
 		{"retry-budget", func(s *Strategy) { s.Producer.RetryBudget = 0 }, `mqfault has the policy "retry budget" off (producer.Config.RetryBudget)`},
 		{"isolation-cap", func(s *Strategy) { s.Latency.MaxIsolatedFraction = 1 }, `mqfault has the policy "isolation cap" off`},
-		{"cap-holds-busy", func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0 }, `the policy "cap holds busy" takes effect only with "isolation cap" on, and mqfault has that off`},
+		{"fast-probes", func(s *Strategy) { s.Latency.Detector = false }, `the policy "fast probes" takes effect only with "detector" on, and mqfault has that off`},
 		{"probe-failures", func(s *Strategy) { s.Latency.Detector = false }, `the policy "probe failures" takes effect only with "detector" on`},
-		{"probe-ends-backoff", func(s *Strategy) { s.Latency.IsolationBackoff = 0 }, `takes effect only with "backoff" on`},
+		{"recovered-after", func(s *Strategy) { s.Latency.IsolationBackoff = 0 }, `takes effect only with "backoff" on`},
 		{"recovered-after", func(s *Strategy) { s.Latency.Detector = false }, `the policy "recovered broker comes back" takes effect only with "detector" on`},
 		{"parallel-probes", func(s *Strategy) { s.Latency.DetectParallel = 1 }, `mqfault has the policy "parallel probes" off`},
 		{"backoff", func(s *Strategy) { s.Latency.Mode = latency.ModeV4; s.Latency.Detector = false }, `mqfault does not run latency fault tolerance in mode v5, which the policy`},

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,66 +13,43 @@ import (
 // matters (see pkg/latency/POLICIES.md).
 const scenarioDir = "../../testdata/scenarios"
 
-// p99Exceptions are the must-reach scenarios whose p99 the preset does not
-// keep within 5% of v5's, with the bound it keeps, each explained in
-// POLICIES.md ("What the preset does not win"):
-//
-//   - short-capacity: a tenth of the sends started while one of four
-//     brokers is down must fail whatever the strategy, and the p99 measures
-//     how fast they fail. v5 without its detector keeps the down broker
-//     reachable and spends them on 1 ms refused connections; the preset's
-//     detector marks it unreachable, so they fail on SYSTEM_BUSY round
-//     trips (v5 with the detector: +13%). +5.1% at seed 1, +3.5-4.7% at
-//     seeds 2-4, with 2.7% fewer failed sends.
-var p99Exceptions = map[string]float64{"short-capacity": 1.07}
+// mustReachSeeds are the seeds every scenario file runs at, and
+// mustReachFamilies the families and family seeds the must-reach test
+// draws runs from (mustReachRuns each).
+var (
+	mustReachSeeds    = []uint64{1, 2, 3, 4, 5}
+	mustReachFamilies = []struct {
+		file string
+		seed uint64
+	}{{"healthy.yaml", 1}, {"broad.yaml", 1}}
+)
 
-// verdict is what the must-reach rule says of a strategy against v5 on one
-// scenario: what it misses (none when it reaches) and whether it is at
-// least 20% better on failed sends (v5 failing some) or p99.
-type verdict struct {
-	problems []string
-	better   bool
-}
+const mustReachRuns = 12
 
-// judge applies the must-reach rule (TestMqfaultMustReach) to mq against
-// v5 on scenario name: DefaultRule (failed sends at most 5% and 5 sends
-// above v5's, p99 at most 5% above), with the scenario's p99Exceptions
-// bound in place of the 5% where it has one.
-func judge(name string, v5, mq Result) verdict {
-	rule := DefaultRule
-	if x, ok := p99Exceptions[name]; ok {
-		rule.P99Ratio = x
-	}
-	j := rule.Judge(mq.Score(), v5.Score())
-	var v verdict
-	if j.FailedWorse {
-		v.problems = append(v.problems, fmt.Sprintf("%s failed %d sends, v5 %d: want at most %.0f%% and %d sends more",
-			mq.Name, mq.Failed, v5.Failed, 100*(rule.FailedRatio-1), rule.FailedSlack))
-	}
-	if j.P99Worse {
-		v.problems = append(v.problems, fmt.Sprintf("%s p99 = %v, v5 %v: want at most %.0f%% higher", mq.Name, mq.Latency.P99, v5.Latency.P99, 100*(rule.P99Ratio-1)))
-	}
-	v.better = j.FailedBetter || j.P99Better
-	return v
-}
+// notYetReached is how many trials of the must-reach set the preset is
+// still worse in than the baseline (POLICIES.md, "What the preset does not
+// win": short-capacity's p99 and short-capacity-blackhole's failed sends at
+// every seed, three family runs). Issue 24 asks for 0: the test fails when
+// a change is worse in more trials, and the bound comes down as cases are
+// won; it is a count, not a list, so a trial won elsewhere cannot pay for
+// a new loss unnoticed for long (every worse trial is logged).
+const notYetReached = 13
 
-// TestMqfaultMustReach runs the default scenario and every scenario under
-// testdata/scenarios with the v5 and mqfault strategies, and checks what the
-// mqfault preset must reach (issue 15):
+// TestMqfaultMustReach judges the mqfault preset as issue 24 asks, against
+// the better of v5 and v5+detector column by column (DefaultBaseline,
+// DefaultRule), on every scenario under testdata/scenarios at
+// mustReachSeeds and on runs drawn from mustReachFamilies:
 //
-//  1. on every scenario it fails no more sends than v5, with 5% and 5 sends
-//     of tolerance, and its p99 is no more than 5% higher (p99Exceptions
-//     names the one scenario it is not, and its bound);
-//  2. on most of them (more than half) it is at least 20% better than v5 on
-//     failed sends (v5 failing some) or on p99.
+//  1. never worse: in every trial its failed sends are at most 5% and 5
+//     sends above the baseline's, and its p99 at most 5% above; there is
+//     no list of exceptions, and the trials not yet reached are counted
+//     (notYetReached), each logged;
+//  2. at least 20% better (failed sends or p99) in at least half of the
+//     trials that have a fault.
 //
-// Every attempt draws its latency from common random numbers (attemptRand),
-// so a difference between the two is the policies' doing, not sampling
-// noise. The runs are deterministic (one seed each, the file's), so a
-// failure is never a flake; POLICIES.md has seeds 1-4 and the scenarios
-// where the preset does not win at every seed. They take a few seconds;
-// under the race detector, which makes simulation about ten times slower,
-// the test is skipped.
+// The runs are deterministic (common random numbers), so a failure is
+// never a flake. Under the race detector, which makes simulation about ten
+// times slower, the test is skipped.
 func TestMqfaultMustReach(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the full scenarios are slow under the race detector; TestGolden covers the mqfault strategy's code")
@@ -82,36 +61,69 @@ func TestMqfaultMustReach(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("found %d scenarios under %s, want at least 10", len(files), scenarioDir)
 	}
-	scenarios := []*Scenario{DefaultScenario()}
-	for _, f := range files {
-		s, err := LoadFile(f)
-		if err != nil {
-			t.Fatalf("LoadFile(%s) error = %v", f, err)
-		}
-		scenarios = append(scenarios, s)
-	}
-	strategies, err := SelectStrategies("v5", "mqfault")
+	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault")
 	if err != nil {
 		t.Fatal(err)
 	}
-	better := 0
-	for _, sc := range scenarios {
-		t.Run(sc.Name, func(t *testing.T) {
-			rep := mustRun(t, sc, WithStrategies(strategies...))
-			v5, mq := rep.Results[0], rep.Results[1]
-			t.Logf("v5: %d sends, %d failed, p99 %v; mqfault: %d sends, %d failed, p99 %v",
-				v5.Sends, v5.Failed, v5.Latency.P99, mq.Sends, mq.Failed, mq.Latency.P99)
-			v := judge(sc.Name, v5, mq)
-			for _, p := range v.problems {
-				t.Error(p)
-			}
-			if v.better {
+	const mq = 2
+	faulty, better := 0, 0
+	var worse []string
+	judgeTrial := func(t *testing.T, what string, tr Trial, fault bool) {
+		res := tr.Results[mq]
+		t.Logf("%s: baseline %d failed, p99 %v; mqfault %d failed, p99 %v: %v",
+			what, tr.Baseline.Failed, tr.Baseline.P99, res.Failed, res.Latency.P99, tr.Verdicts[mq])
+		if tr.Verdicts[mq] == Worse {
+			w := fmt.Sprintf("%s %s: mqfault is worse than the baseline: %d failed, p99 %v; baseline %d failed, p99 %v",
+				t.Name(), what, res.Failed, res.Latency.P99, tr.Baseline.Failed, tr.Baseline.P99)
+			t.Log(w)
+			worse = append(worse, w)
+		}
+		if fault {
+			faulty++
+			if tr.Verdicts[mq] == Better {
 				better++
+			}
+		}
+	}
+	for _, f := range files {
+		sc, err := LoadFile(f)
+		if err != nil {
+			t.Fatalf("LoadFile(%s) error = %v", f, err)
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			rep, err := RunSeeds(context.Background(), sc, SeedsConfig{Seeds: mustReachSeeds, Strategies: strategies})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range rep.Trials {
+				judgeTrial(t, fmt.Sprintf("seed %d", tr.Seed), tr, len(sc.Events) > 0)
 			}
 		})
 	}
-	if 2*better <= len(scenarios) {
-		t.Errorf("mqfault is at least 20%% better than v5 on %d of %d scenarios, want most", better, len(scenarios))
+	for _, fam := range mustReachFamilies {
+		t.Run(fam.file, func(t *testing.T) {
+			f, err := LoadFamily(filepath.Join(familyDir, fam.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := RunFamily(context.Background(), FamilyConfig{Family: f, Seed: fam.seed, Runs: mustReachRuns, Strategies: strategies})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, run := range rep.Runs {
+				for _, tr := range run.Trials {
+					judgeTrial(t, fmt.Sprintf("run %d (%s)", run.Run, run.Drawn), tr, len(run.Scenario.Events) > 0)
+				}
+			}
+		})
+	}
+	t.Logf("mqfault worse than the baseline in %d trials; at least 20%% better in %d of %d trials with a fault", len(worse), better, faulty)
+	if len(worse) > notYetReached {
+		t.Errorf("mqfault is worse than the baseline in %d trials, more than the %d not yet reached:\n%s",
+			len(worse), notYetReached, strings.Join(worse, "\n"))
+	}
+	if 2*better < faulty {
+		t.Errorf("mqfault is at least 20%% better in %d of %d trials with a fault, want at least half", better, faulty)
 	}
 }
 
@@ -132,9 +144,7 @@ func TestMqfaultStrategy(t *testing.T) {
 }
 
 // TestCapacityScenarios keeps POLICIES.md's account of the short-capacity
-// scenarios of the must-reach set true:
-// each check is the mechanism it describes, shown by an ablation (the
-// preset with one policy off).
+// scenarios true: each check is the mechanism it describes.
 func TestCapacityScenarios(t *testing.T) {
 	if raceEnabled {
 		t.Skip("full scenarios are slow under the race detector")
@@ -142,9 +152,9 @@ func TestCapacityScenarios(t *testing.T) {
 	const down = 1 // broker-b, the broker that goes away
 	tests := []struct {
 		file  string
-		check func(t *testing.T, v5, v5d, mq, noHold, noBudget Result)
+		check func(t *testing.T, v5, v5d, mq, noBudget Result)
 	}{
-		{"short-capacity.yaml", func(t *testing.T, v5, v5d, mq, _, noBudget Result) {
+		{"short-capacity.yaml", func(t *testing.T, v5, v5d, mq, noBudget Result) {
 			// Without its detector a refused connection leaves the down
 			// broker reachable, so v5's reachable stage spends the sends
 			// the cluster cannot hold on 1 ms refusals.
@@ -152,47 +162,38 @@ func TestCapacityScenarios(t *testing.T) {
 				t.Errorf("failed attempts on the down broker: v5 %d, v5+detector %d; want v5 at least 5 times as many",
 					v5.Brokers[down].Failures, v5d.Brokers[down].Failures)
 			}
+			// The preset's first stage wants a reachable broker: the down
+			// broker, unreachable by its probes, gets (almost) no attempt.
+			if 100*mq.Brokers[down].Failures > v5d.Brokers[down].Failures {
+				t.Errorf("failed attempts on the down broker: mqfault %d, v5+detector %d; want at most 1%%",
+					mq.Brokers[down].Failures, v5d.Brokers[down].Failures)
+			}
 			// Most retries of a busy answer find room on another broker,
 			// and a retry that found an answer is given back to the
-			// budget: it costs nothing here (at 0.2 without the refund it
-			// failed half as many sends again).
+			// budget: it costs nothing here.
 			if 100*mq.RetriesRefused > mq.Retries || float64(mq.Failed) > 1.01*float64(noBudget.Failed) {
 				t.Errorf("mqfault: %d of %d retries refused, %d failed; without the budget %d failed: want (almost) no refusal and no cost",
 					mq.RetriesRefused, mq.Retries, mq.Failed, noBudget.Failed)
 			}
 		}},
-		{"short-capacity-blackhole.yaml", func(t *testing.T, v5, _, mq, noHold, _ Result) {
+		{"short-capacity-blackhole.yaml", func(t *testing.T, v5, _, mq, _ Result) {
 			// v5's reachable stage sends to a broker that never answers;
-			// the cap without the hold keeps busy brokers in service and
-			// fails several times the sends.
-			if v5.Latency.P99 < time.Second {
-				t.Errorf("v5 p99 = %v, want at least 1s (sends waiting on the blackholed broker)", v5.Latency.P99)
-			}
-			if noHold.Failed < 5*mq.Failed || 2*mq.Failed > v5.Failed {
-				t.Errorf("failed sends: mqfault %d, without cap_holds_busy %d, v5 %d; want the hold's gain (5 times) and at most half v5's",
-					mq.Failed, noHold.Failed, v5.Failed)
+			// the preset's busy answers isolate nothing, so the three
+			// brokers left share the load and nothing waits on the
+			// blackhole.
+			if v5.Latency.P99 < time.Second || mq.Latency.P99 > 100*time.Millisecond {
+				t.Errorf("p99: v5 %v, mqfault %v; want v5 at least 1s (sends waiting on the blackholed broker), mqfault at most 100ms",
+					v5.Latency.P99, mq.Latency.P99)
 			}
 		}},
-		{"short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noHold, noBudget Result) {
-			// One broker short under an open load with send queues: without
-			// the hold, the cap keeps busy brokers in service and every
-			// busy answer is retried into a full queue (a retry storm:
-			// half as many busy answers again as v5 at least (about
-			// twice), several times its failed sends; the budget refuses
-			// part of it).
-			t.Logf("retries/busy answers: v5 %d/%d, v5+detector %d/%d, mqfault %d/%d, without the hold %d/%d, without the budget %d/%d",
+		{"short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noBudget Result) {
+			t.Logf("retries/busy answers: v5 %d/%d, v5+detector %d/%d, mqfault %d/%d, without the budget %d/%d",
 				v5.Retries, v5.BusyAnswers, v5d.Retries, v5d.BusyAnswers, mq.Retries, mq.BusyAnswers,
-				noHold.Retries, noHold.BusyAnswers, noBudget.Retries, noBudget.BusyAnswers)
-			if 2*noHold.BusyAnswers < 3*v5.BusyAnswers || noHold.Failed < 3*v5.Failed || noHold.RetriesRefused == 0 {
-				t.Errorf("without the hold: %d busy answers, %d failed, %d retries refused; v5 %d, %d; want the storm (the budget refusing part of it)",
-					noHold.BusyAnswers, noHold.Failed, noHold.RetriesRefused, v5.BusyAnswers, v5.Failed)
-			}
-			// With it the storm is gone (fewer retries than v5), but the
-			// preset is not better than v5 here at most seeds (POLICIES.md):
-			// this checks the hold's gain, not a win.
-			if mq.Retries >= v5.Retries || 5*mq.Failed > noHold.Failed {
-				t.Errorf("mqfault: %d retries, %d failed; v5 %d retries; without the hold %d failed: want fewer retries than v5 and a fifth of the failed sends without the hold",
-					mq.Retries, mq.Failed, v5.Retries, noHold.Failed)
+				noBudget.Retries, noBudget.BusyAnswers)
+			// No storm: busy answers cost a share of picks, never an
+			// isolation, so no more retries than v5's.
+			if mq.Retries > v5.Retries {
+				t.Errorf("mqfault: %d retries; v5 %d: want no more", mq.Retries, v5.Retries)
 			}
 			if v5.Latency.P99 < 3*200*time.Millisecond {
 				t.Errorf("v5 p99 = %v, want at least 600ms: three attempts that each waited out a 200ms queue", v5.Latency.P99)
@@ -201,7 +202,7 @@ func TestCapacityScenarios(t *testing.T) {
 	}
 	// The ablations come from the simulator's table (ablation.go), as
 	// `mqfault sim --ablation` runs them.
-	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault", "mqfault-cap-holds-busy", "mqfault-retry-budget")
+	strategies, err := SelectStrategies("v5", "v5+detector", "mqfault", "mqfault-retry-budget")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestCapacityScenarios(t *testing.T) {
 			for _, res := range r {
 				t.Logf("%s: %d failed, p99 %v, %d retries, %d refused", res.Name, res.Failed, res.Latency.P99, res.Retries, res.RetriesRefused)
 			}
-			tt.check(t, r[0], r[1], r[2], r[3], r[4])
+			tt.check(t, r[0], r[1], r[2], r[3])
 		})
 	}
 }

@@ -18,7 +18,7 @@ const recoveryDir = "testdata/recovery"
 
 // recoveryVariants are the contenders of the recovery measurements: v5, the
 // preset (the sustained recovery rule on), the preset with the rule off,
-// with the naive rule instead (probe_ends_backoff), and with a longer hold.
+// and with a longer hold.
 func recoveryVariants(t testing.TB) []Strategy {
 	s, err := SelectStrategies("v5", "mqfault")
 	if err != nil {
@@ -32,13 +32,10 @@ func recoveryVariants(t testing.TB) []Strategy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	naive := off
-	naive.Name, naive.Ablated = "mqfault-recovered-after+probe-ends-backoff", Ablated{}
-	naive.Latency.ProbeEndsBackoff = true
 	long := off
 	long.Name, long.Ablated = "mqfault+recovered-after=6s", Ablated{}
 	long.Latency.RecoveredAfter = 6 * time.Second
-	return []Strategy{s[0], s[1], off, naive, long}
+	return []Strategy{s[0], s[1], off, long}
 }
 
 // outAfterRecovery is how long r's fault table kept broker isolated after
@@ -144,7 +141,6 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 	t.Run("frozen-broker", func(t *testing.T) {
 		sc := load(t, filepath.Join(scenarioDir, "frozen-broker.yaml"))
 		on, off := on, off
-		on.Latency.LoadAware, off.Latency.LoadAware = false, false
 		rep := mustRun(t, sc, WithStrategies(on, off))
 		ev := sc.Events[0]
 		gotOn := outAfterRecovery(rep.Results[0], ev.Broker, ev.End())

@@ -15,12 +15,11 @@ import (
 // tuneVariants are preset variants TestTune can compare with v5, besides
 // the built-in strategies and ablations (SelectStrategies names).
 var tuneVariants = map[string]func(*Strategy){
-	"cap-0.34":    func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.34 },
-	"cap-0.67":    func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.67 },
-	"budget-0.1":  func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
-	"busy-load":   func(s *Strategy) { s.Latency.BusyDecay = time.Second },
-	"pushback":    func(s *Strategy) { s.Latency.ReleaseOnPushBack = true },
-	"no-la-nocap": func(s *Strategy) { s.Latency.LoadAware, s.Latency.MaxIsolatedFraction = false, 0 },
+	"cap-0.34":     func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.34 },
+	"cap-0.67":     func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.67 },
+	"budget-0.1":   func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
+	"capacity-0.9": func(s *Strategy) { s.Latency.CapacityDecrease = 0.9 },
+	"recovery-2s":  func(s *Strategy) { s.Latency.CapacityRecovery = 2 * time.Second },
 }
 
 // TestTune is a tuning aid, not a check: it is skipped unless MQFAULT_TUNE
@@ -101,10 +100,10 @@ func TestTune(t *testing.T) {
 			fmt.Fprintf(&b, "%-26s s%d  v5 %6d / %7.1f", j.sc.Name, j.seed, v5.Failed, millis(v5.Latency.P99))
 			for _, r := range rep.Results[1:] {
 				mark := " "
-				switch v := judge(j.sc.Name, v5, r); {
-				case len(v.problems) > 0:
+				switch v := DefaultRule.Judge(r.Score(), v5.Score()); {
+				case v.FailedWorse || v.P99Worse:
 					mark = "X"
-				case v.better:
+				case v.FailedBetter || v.P99Better:
 					mark = "+"
 				}
 				fmt.Fprintf(&b, " | %s %6d / %7.1f %s", r.Name, r.Failed, millis(r.Latency.P99), mark)

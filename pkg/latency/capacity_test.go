@@ -1,0 +1,410 @@
+package latency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// presetRig is the mqfault preset's strategy on a manual clock over a route
+// of queues queues on each of brokers brokers ("b0", "b1", ...), every
+// broker answered once. Its detector has a resolver mock that is never
+// called (the loop is not started).
+type presetRig struct {
+	s     *latency.Strategy
+	clock *latency.ManualClock
+	info  *route.PublishInfo
+	names []string
+}
+
+func newPresetRig(t *testing.T, brokers, queues int, change ...func(*latency.Config)) *presetRig {
+	t.Helper()
+	cfg := latency.DefaultConfig()
+	for _, f := range change {
+		f(&cfg)
+	}
+	clock := latency.NewManualClock(time.Unix(1000, 0))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(mocks.NewMockResolver(gomock.NewController(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r := &presetRig{s: s, clock: clock}
+	var qs []route.MessageQueue
+	for i := range brokers {
+		name := fmt.Sprintf("b%d", i)
+		r.names = append(r.names, name)
+		for q := range queues {
+			qs = append(qs, route.MessageQueue{Topic: "T", BrokerName: name, QueueID: q})
+		}
+		s.Update(name, time.Millisecond, false, true)
+	}
+	if r.info, err = route.NewPublishInfoFromQueues("T", qs); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run makes picks first attempts over d, evenly spaced on the clock, each
+// answered with what answer returns for its broker, and counts the picks
+// per broker.
+func (r *presetRig) run(t *testing.T, picks int, d time.Duration, answer func(broker string) latency.Outcome) map[string]int {
+	t.Helper()
+	step := d / time.Duration(picks)
+	counts := map[string]int{}
+	for range picks {
+		p, ok := r.s.Select(r.info, latency.PickInfo{})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		p.Done(answer(p.Queue.BrokerName))
+		r.clock.Advance(step)
+	}
+	return counts
+}
+
+func answered(d time.Duration) latency.Outcome {
+	return latency.Outcome{Class: latency.ClassAnswered, Latency: d}
+}
+
+func pushedBack() latency.Outcome {
+	return latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Latency: time.Millisecond,
+		Remark: "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 208ms, size of queue: 0"}
+}
+
+// within checks that every broker got picks within frac of an equal share.
+func within(t *testing.T, what string, counts map[string]int, names []string, frac float64) {
+	t.Helper()
+	total := 0
+	for _, n := range names {
+		total += counts[n]
+	}
+	want := float64(total) / float64(len(names))
+	for _, n := range names {
+		if got := float64(counts[n]); got < (1-frac)*want || got > (1+frac)*want {
+			t.Errorf("%s: %s got %d picks, want %.0f within %.0f%% (counts %v)", what, n, counts[n], want, 100*frac, counts)
+		}
+	}
+}
+
+// TestCapacityEqualSpread: equal healthy brokers get round robin's spread,
+// second by second, whatever their answers' latency noise (tails of a
+// hundred times the median included): latency moves no share.
+func TestCapacityEqualSpread(t *testing.T) {
+	for _, brokers := range []int{2, 4, 12} {
+		t.Run(fmt.Sprint(brokers), func(t *testing.T) {
+			r := newPresetRig(t, brokers, 4)
+			rng := rand.New(rand.NewPCG(1, uint64(brokers)))
+			noisy := func(string) latency.Outcome {
+				d := time.Duration(float64(2*time.Millisecond) * rng.ExpFloat64())
+				if rng.IntN(100) == 0 {
+					d = 200 * time.Millisecond // a tail sample
+				}
+				return answered(d)
+			}
+			for sec := range 5 {
+				counts := r.run(t, 150*brokers, time.Second, noisy)
+				within(t, fmt.Sprintf("second %d", sec), counts, r.names, 0.05)
+			}
+		})
+	}
+}
+
+// TestCapacityBusyLowersShareBriefly: a broker that answers busy loses its
+// share of first attempts at once, is never isolated or marked
+// unreachable for it, and has its round-robin share back within
+// CapacityRecovery of its last busy answer.
+func TestCapacityBusyLowersShareBriefly(t *testing.T) {
+	r := newPresetRig(t, 4, 4)
+	hot := "b1"
+	answer := func(b string) latency.Outcome {
+		if b == hot {
+			return pushedBack()
+		}
+		return answered(time.Millisecond)
+	}
+	counts := r.run(t, 2000, time.Second, answer)
+	if !r.s.FaultTolerance().IsAvailable(hot) || !r.s.FaultTolerance().IsReachable(hot) {
+		t.Fatalf("%s isolated or unreachable after busy answers: %+v", hot, r.s.Table().Items())
+	}
+	if got, rr := counts[hot], 2000/4; got > rr/3 || got == 0 {
+		t.Errorf("busy broker got %d of 2000 picks, want some and at most a third of round robin's %d (counts %v)", got, rr, counts)
+	}
+	if w := r.s.Weight(hot); w >= 0.5 {
+		t.Errorf("Weight(%s) = %v after a second of busy answers, want below 0.5", hot, w)
+	}
+	// It has room again: within a second its weight is full, and so is its share.
+	hot = ""
+	r.run(t, 1000, latency.DefaultCapacityRecovery, answer)
+	if w := r.s.Weight("b1"); w != 1 {
+		t.Errorf("Weight(b1) = %v a recovery time after its last busy answer, want 1", w)
+	}
+	within(t, "after recovery", r.run(t, 2000, time.Second, answer), r.names, 0.05)
+}
+
+// TestCapacityOneBusyAfterRestart: a broker whose first answer after a
+// restart is busy (a stall: size of queue 0) is not exiled: it keeps most
+// of its share, and within a second it is at full weight.
+func TestCapacityOneBusyAfterRestart(t *testing.T) {
+	r := newPresetRig(t, 3, 2)
+	r.s.Report(pickOf(t, r, "b2"), pushedBack())
+	if !r.s.FaultTolerance().IsAvailable("b2") {
+		t.Fatal("b2 isolated by one busy answer")
+	}
+	if w := r.s.Weight("b2"); !near(w, latency.DefaultCapacityDecrease) {
+		t.Errorf("Weight(b2) = %v after one busy answer, want %v", w, latency.DefaultCapacityDecrease)
+	}
+	ok := func(string) latency.Outcome { return answered(time.Millisecond) }
+	first := r.run(t, 300, 300*time.Millisecond, ok)
+	if first["b2"] < 50 {
+		t.Errorf("b2 got %d of 300 picks in the 300ms after one busy answer, want at least 50", first["b2"])
+	}
+	r.run(t, 700, 700*time.Millisecond, ok)
+	if w := r.s.Weight("b2"); w != 1 {
+		t.Errorf("Weight(b2) = %v a second after its one busy answer, want 1", w)
+	}
+}
+
+// near reports whether a weight is v, up to the weight word's resolution.
+func near(w, v float64) bool { return w > v-1e-4 && w < v+1e-4 }
+
+// pickOf picks until the pick is on broker and returns it.
+func pickOf(t *testing.T, r *presetRig, broker string) latency.Pick {
+	t.Helper()
+	for range 64 {
+		p, _ := r.s.Select(r.info, latency.PickInfo{})
+		if p.Queue.BrokerName == broker {
+			return p
+		}
+		p.Done(answered(time.Millisecond))
+	}
+	t.Fatalf("no pick on %s in 64", broker)
+	return latency.Pick{}
+}
+
+// TestCapacityRoomNeverIdle: while the other brokers reject every attempt,
+// the broker with room gets more than its round-robin share in every
+// tenth of a second, and nothing is isolated.
+func TestCapacityRoomNeverIdle(t *testing.T) {
+	r := newPresetRig(t, 4, 2)
+	answer := func(b string) latency.Outcome {
+		if b != "b3" {
+			return pushedBack()
+		}
+		return answered(time.Millisecond)
+	}
+	for i := range 20 {
+		counts := r.run(t, 100, 100*time.Millisecond, answer)
+		if counts["b3"] <= 25 {
+			t.Errorf("tenth %d: the broker with room got %d of 100 picks, want more than round robin's 25 (counts %v)", i, counts["b3"], counts)
+		}
+	}
+	for _, it := range r.s.Table().Items() {
+		if !it.Available {
+			t.Errorf("%s isolated by busy answers", it.Broker)
+		}
+	}
+}
+
+// TestCapacityFailureStillIsolates: failures isolate as the reference
+// does, within the isolation cap (at most half of the route avoided), and
+// busy answers do not count toward it.
+func TestCapacityFailureStillIsolates(t *testing.T) {
+	tests := []struct {
+		name    string
+		outcome latency.Outcome
+	}{
+		{"broker error", latency.Outcome{Class: latency.ClassBroker, Code: 1, Latency: time.Millisecond}},
+		{"timeout", latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}},
+		{"refused", latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newPresetRig(t, 4, 1)
+			for _, b := range []string{"b0", "b1", "b2"} {
+				r.s.Report(pickOf(t, r, b), tt.outcome)
+				if r.s.FaultTolerance().IsAvailable(b) {
+					t.Errorf("%s available after %v", b, tt.outcome.Class)
+				}
+			}
+			if rel := r.s.Released(r.info); len(rel) != 1 {
+				t.Errorf("Released = %v with 3 of 4 failed, want the cap to keep one in service", rel)
+			}
+		})
+	}
+}
+
+// TestCapacityUnreachableNoFirstAttempt: a broker the detector calls
+// unreachable, its isolation over, gets no first attempt while others are
+// available and reachable, on the fast path and in the reference's walk
+// alike; when it is the only one left, the later stages still pick it.
+func TestCapacityUnreachableNoFirstAttempt(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("walk=%t", walk), func(t *testing.T) {
+			r := newPresetRig(t, 4, 2)
+			if walk {
+				latency.WalkOnly(r.s)
+			}
+			r.s.Table().SetReachable("b2", false)
+			counts := r.run(t, 800, time.Second, func(string) latency.Outcome { return answered(time.Millisecond) })
+			// Its answers would make it reachable again: it must get none.
+			if counts["b2"] != 0 {
+				t.Errorf("unreachable b2 got %d of 800 first attempts (counts %v)", counts["b2"], counts)
+			}
+			for _, b := range []string{"b0", "b1", "b3"} {
+				r.s.Table().SetReachable(b, false)
+			}
+			if p, _ := r.s.Select(r.info, latency.PickInfo{}); p.Stage != latency.StageAny {
+				t.Errorf("every broker unreachable: stage %v, want %v", p.Stage, latency.StageAny)
+			}
+		})
+	}
+}
+
+// TestCapacitySecondCandidateNeverLast: a retry's second candidate is never
+// the broker of its last attempt, however much more weight that broker has.
+func TestCapacitySecondCandidateNeverLast(t *testing.T) {
+	r := newPresetRig(t, 3, 4)
+	// Every broker but b0 pushed back hard: b0 has the most weight.
+	for _, b := range []string{"b1", "b2"} {
+		for range 10 {
+			r.s.Report(pickOf(t, r, b), pushedBack())
+		}
+	}
+	moved := map[string]int{}
+	for range 3000 {
+		p, _ := r.s.Select(r.info, latency.PickInfo{LastBroker: "b0"})
+		if p.Queue.BrokerName == "b0" {
+			t.Fatalf("retry after b0 picked b0 (stage %v)", p.Stage)
+		}
+		moved[p.Queue.BrokerName]++
+	}
+	if moved["b1"] == 0 || moved["b2"] == 0 {
+		t.Errorf("retries after b0: %v, want both other brokers", moved)
+	}
+	// And first attempts do move to b0: half again its round-robin share.
+	counts := map[string]int{}
+	for range 3000 {
+		p, _ := r.s.Select(r.info, latency.PickInfo{})
+		counts[p.Queue.BrokerName]++
+	}
+	if counts["b0"] < 1500 {
+		t.Errorf("first attempts: %v, want at least 1500 on b0, the broker with room", counts)
+	}
+}
+
+// TestCapacityThrottledLatencyNotLatency: a throttled attempt (the
+// client's own flow control) or a busy answer lowers the broker's weight
+// as push-back only: however long it took, it isolates nothing and is not
+// recorded as the broker's latency.
+func TestCapacityThrottledLatencyNotLatency(t *testing.T) {
+	for _, class := range []latency.Class{latency.ClassThrottled, latency.ClassBusy} {
+		t.Run(class.String(), func(t *testing.T) {
+			r := newPresetRig(t, 2, 1)
+			r.s.Report(pickOf(t, r, "b1"), latency.Outcome{Class: class, Code: latency.CodeSystemBusy, Latency: 5 * time.Second})
+			it, _ := r.s.Table().Item("b1")
+			if !it.Available || it.Latency != time.Millisecond {
+				t.Errorf("after a %v attempt of 5s: available %t, latency %v; want available, latency 1ms", class, it.Available, it.Latency)
+			}
+			if w := r.s.Weight("b1"); !near(w, latency.DefaultCapacityDecrease) {
+				t.Errorf("Weight(b1) = %v, want one push-back's %v", w, latency.DefaultCapacityDecrease)
+			}
+		})
+	}
+}
+
+// TestCapacityReferenceUnchanged: in the reference presets a busy answer
+// still isolates the broker (the reference's 10 s), and the model is off.
+func TestCapacityReferenceUnchanged(t *testing.T) {
+	cfg := latency.Reference5()
+	cfg.FaultTolerance = true
+	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(1000, 0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{{Topic: "T", BrokerName: "a"}, {Topic: "T", BrokerName: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Select(info, latency.PickInfo{})
+	u := s.Report(p, pushedBack())
+	if !u.Isolation || s.FaultTolerance().IsAvailable(p.Queue.BrokerName) {
+		t.Errorf("v5: busy answer gave %+v, available %t; want the reference's isolation", u, s.FaultTolerance().IsAvailable(p.Queue.BrokerName))
+	}
+	if w := s.Weight(p.Queue.BrokerName); w != 1 {
+		t.Errorf("v5: Weight = %v, want 1 (no model)", w)
+	}
+}
+
+// TestCapacityConfig: the model's settings are checked.
+func TestCapacityConfig(t *testing.T) {
+	for _, c := range []struct {
+		dec float64
+		rec time.Duration
+	}{{-0.1, 0}, {1, 0}, {1.5, 0}, {0.5, -time.Second}} {
+		cfg := latency.Reference5()
+		cfg.CapacityDecrease, cfg.CapacityRecovery = c.dec, c.rec
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("CapacityDecrease %v, CapacityRecovery %v: Validate() = nil, want an error", c.dec, c.rec)
+		}
+	}
+}
+
+// TestCapacityAnsweredSendsOutweighProbe: a failed probe marks a broker
+// unreachable only when no send of it was answered (a busy answer counts)
+// within the detector's interval: a broker whose probes time out while it
+// answers sends keeps its first attempts.
+func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		answer  latency.Outcome
+		idle    time.Duration // between the answer and the round
+		wantRch bool
+	}{
+		{"answered just now", answered(time.Millisecond), 0, true},
+		{"busy just now", pushedBack(), 0, true},
+		{"answered an interval ago", answered(time.Millisecond), 2 * time.Second, false},
+		{"failed just now", latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := latency.DefaultConfig()
+			clock := latency.NewManualClock(time.Unix(1000, 0))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock),
+				latency.WithResolver(latency.StaticResolver{"a": "a:1", "b": "b:1"}),
+				latency.WithServiceDetector(latency.ServiceDetectorFunc(func(context.Context, string) error { return errors.New("probe timed out") })))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{{Topic: "T", BrokerName: "a"}, {Topic: "T", BrokerName: "b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p latency.Pick
+			for p.Queue == nil || p.Queue.BrokerName != "a" {
+				if p, _ = s.Select(info, latency.PickInfo{}); p.Queue.BrokerName != "a" {
+					p.Done(answered(time.Millisecond))
+				}
+			}
+			p.Done(tt.answer)
+			clock.Advance(tt.idle)
+			if _, err := s.DetectRound(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.FaultTolerance().IsReachable("a"); got != tt.wantRch {
+				t.Errorf("after a failed probe: reachable %t, want %t", got, tt.wantRch)
+			}
+		})
+	}
+}
