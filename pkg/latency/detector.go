@@ -30,8 +30,10 @@ import (
 // A Strategy builds its own Detector (WithResolver) and runs its rounds
 // (Start, DetectRound). NewDetector builds one over a table of your own, for
 // running rounds on your own schedule; the zero Detector has no table, and its
-// Round reports nothing. Round may be called from several goroutines, but
-// rounds over one table are meant to run one at a time.
+// Round reports nothing. Round may be called from several goroutines: a
+// broker is probed by one of them at a time, and each returns once every
+// broker it came to has its verdict. Two Detectors over one table do not
+// know of each other's probes.
 type Detector struct {
 	table    *FaultTable
 	resolver Resolver
@@ -49,6 +51,10 @@ type Detector struct {
 	recoveredAfter time.Duration
 
 	calls sync.WaitGroup // every Detect call, including ones a round stopped waiting for
+
+	mu       sync.Mutex              // guards inflight and the claiming of check stamps
+	inflight map[*slot]chan struct{} // the items a round holds, each closed when its verdict is applied
+	awaiting func()                  // test hook: called when a round starts waiting for another round's probes: called when a round starts waiting for another round's probes
 }
 
 // DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
@@ -138,15 +144,23 @@ type RoundReport struct {
 	Inconclusive int // probes that told nothing (including cancelled ones)
 	TimedOut     int // probes whose detector said the endpoint did not answer in time (also in Unreachable)
 	NoAnswer     int // probes whose detector itself did not answer in time (ErrNoAnswer; also in Inconclusive)
+	Awaited      int // not due because another round was probing them: waited for until their verdict
 }
 
 type roundCounters struct {
 	due, removed, probed, reachable, unreachable, inconclusive, timedOut, noAnswer atomic.Int64
 }
 
-// Round runs one round and returns when every probe it started has concluded
-// (answered, failed, or run into its timeout). Cancelling ctx stops it from
-// starting probes and makes the running ones inconclusive.
+// Round runs one round and returns when every item it found due has been
+// probed and its verdict applied (answered, failed, or run into its
+// timeout), and so has every item another round was probing when this one
+// came to it (such an item is not due: the other round claimed its check
+// stamp; the wait is counted in Awaited, the probe in the other round's
+// report). So once Round returns, no broker it looked at has a verdict still
+// to come, whoever started the probe. A broker is probed by one round at a
+// time. Cancelling ctx stops it from starting probes, makes the running ones
+// inconclusive and stops the wait for other rounds' probes. Safe to call
+// from several goroutines; it blocks for as long as the probes it waits for.
 func (d *Detector) Round(ctx context.Context) RoundReport {
 	if d.table == nil {
 		return RoundReport{}
@@ -154,6 +168,7 @@ func (d *Detector) Round(ctx context.Context) RoundReport {
 	var c roundCounters
 	sem := make(chan struct{}, max(d.parallel, 1))
 	var wg sync.WaitGroup
+	var others []chan struct{} // other rounds' probes in flight, to wait for
 loop:
 	for _, sl := range d.table.presentSlots() {
 		select {
@@ -165,22 +180,25 @@ loop:
 			<-sem
 			break
 		}
-		now := d.table.now()
-		// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
-		if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
+		done, other := d.claim(sl, d.table.now())
+		if other != nil {
+			others = append(others, other)
+		}
+		if done == nil {
 			<-sem
 			continue
 		}
 		c.due.Add(1)
-		sl.checkStamp.Store(addNanos(now, d.interval))
 		addr, ok := d.resolver.Resolve(sl.name)
 		if !ok {
 			d.table.removeSlot(sl)
 			c.removed.Add(1)
+			d.unclaim(sl, done)
 			<-sem
 			continue
 		}
 		if d.service == nil {
+			d.unclaim(sl, done)
 			<-sem
 			continue
 		}
@@ -188,16 +206,62 @@ loop:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer d.unclaim(sl, done)
 			d.probe(ctx, sl, addr, &c)
 		}()
 	}
 	wg.Wait()
+	awaited := 0
+	if len(others) > 0 && d.awaiting != nil {
+		d.awaiting()
+	}
+wait:
+	for _, ch := range others {
+		select {
+		case <-ch:
+			awaited++
+		case <-ctx.Done():
+			break wait
+		}
+	}
 	return RoundReport{
 		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
 		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
 		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
-		NoAnswer: int(c.noAnswer.Load()),
+		NoAnswer: int(c.noAnswer.Load()), Awaited: awaited,
 	}
+}
+
+// claim takes sl for this round when it is due at now: it stamps sl's next
+// check and returns done, which unclaim closes once sl's verdict is applied.
+// When another round holds sl, it returns that round's done as other. Both
+// are nil when sl is not due (or has left the table).
+func (d *Detector) claim(sl *slot, now int64) (done, other chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ch := d.inflight[sl]; ch != nil {
+		return nil, ch
+	}
+	// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
+	if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
+		return nil, nil
+	}
+	sl.checkStamp.Store(addNanos(now, d.interval))
+	if d.inflight == nil {
+		d.inflight = make(map[*slot]chan struct{})
+	}
+	done = make(chan struct{})
+	d.inflight[sl] = done
+	return done, nil
+}
+
+// unclaim ends this round's hold on sl, taken by claim, waking the rounds
+// waiting for it.
+func (d *Detector) unclaim(sl *slot, done chan struct{}) {
+	d.mu.Lock()
+	delete(d.inflight, sl)
+	d.mu.Unlock()
+	close(done)
 }
 
 // probe asks the service detector about addr and applies the answer to sl.
