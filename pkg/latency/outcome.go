@@ -203,15 +203,21 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 // v4 has no reachable flag: its updates carry true. An unknown class or path
 // is a transport failure on PathSend.
 func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate {
-	rules := &rules5
+	return rulesFor(mode).update(broker, o, detectorOn)
+}
+
+// rulesFor returns mode's update rules (a mode "" is v5).
+func rulesFor(mode Mode) *ruleTable {
 	if mode == ModeV4 {
-		rules = &rules4
+		return &rules4
 	}
-	path, class := o.Path, o.Class
-	if path >= numPaths || class >= numClasses {
-		path, class = PathSend, ClassTransportFailed
-	}
-	r := rules[path][class]
+	return &rules5
+}
+
+// update is the fault update the rules call for when an attempt on broker
+// met o.
+func (rs *ruleTable) update(broker string, o Outcome, detectorOn bool) FaultUpdate {
+	r := rs.rule(o.Path, o.Class)
 	u := FaultUpdate{Broker: broker, Latency: o.Latency, Isolation: r.isolation}
 	switch r.reach {
 	case reachYes:
@@ -222,13 +228,26 @@ func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate
 	return u
 }
 
+// rule returns the rule for class on path. An unknown class or path, or a
+// row left out (which TestRulesEveryClass forbids), is a transport failure
+// on PathSend.
+func (rs *ruleTable) rule(path Path, class Class) rule {
+	if path < numPaths && class < numClasses {
+		if r := rs[path][class]; r.reach != reachNone {
+			return r
+		}
+	}
+	return rs[PathSend][ClassTransportFailed]
+}
+
 // reach is a rule's reachable flag.
 type reach uint8
 
 const (
-	reachYes            reach = iota
-	reachNo                   // marks the broker unreachable
-	reachUnlessDetector       // unreachable only while the detector switch is on
+	reachNone reach = iota // no row: the zero rule (see ruleTable.rule)
+	reachYes
+	reachNo             // marks the broker unreachable
+	reachUnlessDetector // unreachable only while the detector switch is on
 )
 
 // rule is what one class on one path does to the fault table.
