@@ -90,8 +90,8 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 	var l configerr.List
 	if cfg.Table == nil {
 		l.Add(invalid("Table", nil, "is required"))
-	} else if cfg.Table.mode == ModeV4 {
-		l.Add(invalid("Table", string(ModeV4), "mode v4 has no detector"))
+	} else if !modeSpecs[cfg.Table.mode].detector {
+		l.Add(invalid("Table", string(cfg.Table.mode), "mode "+string(cfg.Table.mode)+" has no detector"))
 	}
 	if cfg.Resolver == nil {
 		l.Add(invalid("Resolver", nil, "is required"))

@@ -178,7 +178,7 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 			return u
 		}
 	}
-	u := UpdateFor(s.mode, broker, o, s.detectorOn.Load())
+	u := s.spec.rules.update(broker, o, s.detectorOn.Load())
 	s.updateSlot(live, u.Broker, u.Latency, u.Isolation, u.Reachable)
 	return u
 }
@@ -206,13 +206,9 @@ func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate
 	return rulesFor(mode).update(broker, o, detectorOn)
 }
 
-// rulesFor returns mode's update rules (a mode "" is v5).
-func rulesFor(mode Mode) *ruleTable {
-	if mode == ModeV4 {
-		return &rules4
-	}
-	return &rules5
-}
+// rulesFor returns mode's update rules (a mode "" is v5; an unknown mode
+// has v5's).
+func rulesFor(mode Mode) *ruleTable { return specOf(mode).rules }
 
 // update is the fault update the rules call for when an attempt on broker
 // met o.
@@ -266,82 +262,6 @@ var (
 	ruleTransport = rule{true, reachUnlessDetector}
 	ruleCharged   = rule{true, reachYes} // isolated, still reachable
 )
-
-// rules5 is RocketMQ 5.3.3's: sendDefaultImpl's catch blocks, and
-// MQClientAPIImpl.sendMessageAsync's callbacks and catch.
-var rules5 = ruleTable{
-	PathSend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleFailed, // an MQBrokerException like any other code
-		ClassBroker:           ruleFailed,
-		ClassTransportFailed:  ruleTransport,
-		ClassTransportTimeout: ruleTransport,
-		ClassTransportNotSent: ruleTransport,
-		ClassThrottled:        ruleTransport,
-		ClassClient:           ruleAnswered, // MQClientException: (false, true)
-		ClassCancelled:        ruleAnswered, // InterruptedException: (false, true)
-	},
-	PathAsyncAnswer: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleFailed,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleFailed,
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncResend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleFailed,
-		ClassBroker:           ruleFailed,
-		ClassTransportFailed:  ruleFailed,
-		ClassTransportTimeout: ruleFailed,
-		ClassTransportNotSent: ruleFailed,
-		ClassThrottled:        ruleFailed,
-		ClassClient:           ruleFailed,
-		ClassCancelled:        ruleAnswered,
-	},
-}
-
-// rules4 is RocketMQ 4.9.8's: isolation only (the reachable flag is always
-// reported true).
-var rules4 = ruleTable{
-	PathSend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged, // 4.9.8 isolates on MQClientException
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncAnswer: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncResend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
-}
 
 // Response codes that mean flow control.
 const (
