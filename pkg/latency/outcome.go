@@ -185,7 +185,8 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 
 // UpdateFor is the fault update mode's rules call for when an attempt on
 // broker met o, with the detector switch at detectorOn. The rules are the
-// reference's (5.3.3 and 4.9.8; a mode "" is v5), with latency = o.Latency:
+// reference's (5.3.3 and 4.9.8; a mode "" or an unregistered one is v5),
+// with latency = o.Latency:
 //
 //	path           class                               v5 (isolation, reachable)  v4 isolation
 //	send           answered                            false, true                false
@@ -252,8 +253,9 @@ type rule struct {
 	reach     reach
 }
 
-// ruleTable is a mode's update rules, by path and class: a new class or path
-// is a new column or row here, and nowhere else.
+// ruleTable is a mode's outcome rules, by path and class (each mode's in its
+// spec's file, mode5.go and mode4.go): a new class or path is a row in each
+// of them, and TestModeSpecsComplete fails on one left out.
 type ruleTable [numPaths][numClasses]rule
 
 var (

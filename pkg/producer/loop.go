@@ -155,7 +155,8 @@ const (
 // outcome on latency.PathSend (v5: answered, client and cancelled (false,
 // true); broker and busy (true, false); transport_* and throttled (true,
 // !detectorOn); v4 isolates all but answered and cancelled), and decides by
-// the outcome's latency.Class (each mode's row in moderules.go):
+// the outcome's latency.Class (each mode's row in its latency.SendRules,
+// with the class's stop from moderules.go):
 //
 //	class                  then
 //	answered               sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
