@@ -56,9 +56,10 @@ const maxLineErrors = 50
 const outBuffer = 64 << 10
 
 // Run reads a trace from r and runs it line by line as it reads, in mode
-// (a registered latency mode: latency.Modes), writing its output to w. It holds one
-// line of the trace at a time, so what it needs is bounded by the trace's
-// largest operation (and the state the trace builds), not by its length.
+// (a registered latency mode: latency.Modes), writing its output to w. It
+// holds one line of the trace at a time, so what it needs is bounded by the
+// trace's largest operation (and the state the trace builds), not by its
+// length.
 // Output is buffered: what a line prints is written before Run waits for
 // more input and when it returns, so a trace fed through a pipe or typed at
 // a terminal is answered line by line.
@@ -272,6 +273,7 @@ func newMachine(w *bufio.Writer, mode latency.Mode) (*machine, error) {
 	m.strat = s
 	steps, ok := s.Durations().(*latency.StepTable)
 	if !ok {
+		_ = s.Close()
 		return nil, fmt.Errorf("mode %s: its duration table is not a step table", spec.Mode)
 	}
 	m.latencyMax, m.notAvailable = steps.Columns()

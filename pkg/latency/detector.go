@@ -54,7 +54,7 @@ type Detector struct {
 
 	mu       sync.Mutex              // guards inflight and the claiming of check stamps
 	inflight map[*slot]chan struct{} // the items a round holds, each closed when its verdict is applied
-	awaiting func()                  // test hook: called when a round starts waiting for another round's probes: called when a round starts waiting for another round's probes
+	awaiting func()                  // test hook: called when a round starts waiting for another round's probes
 }
 
 // DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
