@@ -173,18 +173,15 @@ type Policy struct {
 	budget       *retryBudget // nil unless Config.RetryBudget is on; shared by the producer's sends
 }
 
-// NewPolicy validates cfg and resolves it for mode (latency.ModeV5 or
-// latency.ModeV4; "" is v5): the mode picks the default retry codes and the
-// send loop's other mode rules (whether a sync retry resets the route index,
-// whether an async retry checks the budget, whether an overloaded async
-// attempt ends the send); the fault updates are the strategy's
-// (latency.UpdateFor).
+// NewPolicy validates cfg and resolves it for mode (a registered latency
+// mode, latency.ModeV5 or latency.ModeV4; "" is v5): the mode's
+// latency.SendRules give the default retry codes and the send loop's other
+// mode rules (whether a sync retry resets the route index, whether an async
+// retry checks the budget, what each class does); the fault updates are the
+// strategy's (latency.UpdateFor).
 func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if mode == "" {
-		mode = latency.ModeV5
 	}
 	rules, ok := rulesFor(mode)
 	if !ok {
@@ -197,7 +194,7 @@ func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 	codes = slices.Clone(codes)
 	slices.Sort(codes)
 	return &Policy{
-		mode:         mode,
+		mode:         rules.mode,
 		rules:        rules,
 		retryTimes:   cfg.RetryTimes,
 		asyncRetries: cfg.AsyncRetryTimes,

@@ -8,6 +8,7 @@ import "github.com/mqfault/mqfault/pkg/latency"
 // class's own (classEnds). NewPolicy builds a mode's rules once; the Loop
 // reads them and never asks which mode it follows.
 type modeRules struct {
+	mode latency.Mode // the mode's name ("" resolved to the default)
 	// retryCodes are the broker response codes a sync send retries after
 	// when Config.RetryCodes is nil.
 	retryCodes []int
@@ -37,6 +38,7 @@ func rulesFor(mode latency.Mode) (modeRules, bool) {
 		classes[c] = classRule{sync: r.Sync, async: r.Async, stop: e.stop, network: e.network}
 	}
 	return modeRules{
+		mode:             info.Mode,
 		retryCodes:       info.Send.RetryCodes,
 		resetIndex:       info.Send.ResetIndex,
 		asyncRetryBudget: info.Send.AsyncRetryBudget,
