@@ -24,41 +24,21 @@ var spec4 = modeSpec{
 }
 
 // rules4 is RocketMQ 4.9.8's: isolation only (the reachable flag is always
-// reported true).
-var rules4 = ruleTable{
-	PathSend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged, // 4.9.8 isolates on MQClientException
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncAnswer: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncResend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
+// reported true), the same on every path.
+var rules4 = ruleTable{PathSend: path4, PathAsyncAnswer: path4, PathAsyncResend: path4}
+
+// path4 is 4.9.8's rule for each class, on any path: everything but an
+// answer or a cancellation isolates.
+var path4 = [numClasses]rule{
+	ClassAnswered:         ruleAnswered,
+	ClassBusy:             ruleCharged,
+	ClassBroker:           ruleCharged,
+	ClassTransportFailed:  ruleCharged,
+	ClassTransportTimeout: ruleCharged,
+	ClassTransportNotSent: ruleCharged,
+	ClassThrottled:        ruleCharged,
+	ClassClient:           ruleCharged, // 4.9.8 isolates on MQClientException
+	ClassCancelled:        ruleAnswered,
 }
 
 // send4 is 4.9.8's: as 5.3.3's, but an async request the client's flow
