@@ -156,80 +156,116 @@ type roundCounters struct {
 // timeout), and so has every item another round was probing when this one
 // came to it (such an item is not due: the other round claimed its check
 // stamp; the wait is counted in Awaited, the probe in the other round's
-// report). So once Round returns, no broker it looked at has a verdict still
-// to come, whoever started the probe. A broker is probed by one round at a
-// time. Cancelling ctx stops it from starting probes, makes the running ones
-// inconclusive and stops the wait for other rounds' probes. Safe to call
-// from several goroutines; it blocks for as long as the probes it waits for.
+// report). An item waited for whose check stamp has passed by then (its
+// probe began before the clock moved past it) is probed again by this round.
+// So once Round returns, no broker it looked at has a verdict still to come,
+// and every broker due when it began has a verdict from a probe begun since.
+// A broker is probed by one round at a time. Cancelling ctx stops it from
+// starting probes, makes the running ones inconclusive and stops the wait
+// for other rounds' probes. Safe to call from several goroutines; it blocks
+// for as long as the probes it waits for.
 func (d *Detector) Round(ctx context.Context) RoundReport {
 	if d.table == nil {
 		return RoundReport{}
 	}
-	var c roundCounters
-	sem := make(chan struct{}, max(d.parallel, 1))
+	r := &round{d: d, ctx: ctx, sem: make(chan struct{}, max(d.parallel, 1))}
+	others := r.pass(d.table.presentSlots())
+	if len(others) > 0 && d.awaiting != nil {
+		d.awaiting()
+	}
+	// The probes waited for may have begun before the clock passed their
+	// stamps: what is due again is this round's to probe, once (and what
+	// yet another round holds by then is waited for, not probed again).
+	r.await(r.pass(r.await(others)))
+	c := &r.c
+	return RoundReport{
+		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
+		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
+		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
+		NoAnswer: int(c.noAnswer.Load()), Awaited: r.awaited,
+	}
+}
+
+// round is one Round's state.
+type round struct {
+	d       *Detector
+	ctx     context.Context
+	sem     chan struct{} // probe slots
+	c       roundCounters
+	awaited int
+}
+
+// held is an item another round holds, and what its hold closes.
+type held struct {
+	sl   *slot
+	done chan struct{}
+}
+
+// pass claims each of slots that is due and probes it, and returns when
+// every probe it started has concluded. It returns the items other rounds
+// hold, waited for until their verdicts (await) when this pass's own are in.
+func (r *round) pass(slots []*slot) []held {
+	d := r.d
+	var others []held
 	var wg sync.WaitGroup
-	var others []chan struct{} // other rounds' probes in flight, to wait for
-loop:
-	for _, sl := range d.table.presentSlots() {
+	defer wg.Wait()
+	for _, sl := range slots {
 		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break loop
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return others
 		}
-		if ctx.Err() != nil {
-			<-sem
-			break
+		if r.ctx.Err() != nil {
+			<-r.sem
+			return others
 		}
 		done, other := d.claim(sl, d.table.now())
 		if other != nil {
-			others = append(others, other)
+			others = append(others, held{sl, other})
 		}
 		if done == nil {
-			<-sem
+			<-r.sem
 			continue
 		}
-		c.due.Add(1)
+		r.c.due.Add(1)
 		addr, ok := d.resolver.Resolve(sl.name)
 		if !ok {
 			d.table.removeSlot(sl)
-			c.removed.Add(1)
+			r.c.removed.Add(1)
 			d.unclaim(sl, done)
-			<-sem
+			<-r.sem
 			continue
 		}
 		if d.service == nil {
 			d.unclaim(sl, done)
-			<-sem
+			<-r.sem
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() { <-r.sem }()
 			defer d.unclaim(sl, done)
-			d.probe(ctx, sl, addr, &c)
+			d.probe(r.ctx, sl, addr, &r.c)
 		}()
 	}
-	wg.Wait()
-	awaited := 0
-	if len(others) > 0 && d.awaiting != nil {
-		d.awaiting()
-	}
-wait:
-	for _, ch := range others {
+	return others
+}
+
+// await waits for each of others' verdicts, until ctx is done, and returns
+// the items whose verdicts came.
+func (r *round) await(others []held) []*slot {
+	var got []*slot
+	for _, h := range others {
 		select {
-		case <-ch:
-			awaited++
-		case <-ctx.Done():
-			break wait
+		case <-h.done:
+			r.awaited++
+			got = append(got, h.sl)
+		case <-r.ctx.Done():
+			return got
 		}
 	}
-	return RoundReport{
-		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
-		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
-		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
-		NoAnswer: int(c.noAnswer.Load()), Awaited: awaited,
-	}
+	return got
 }
 
 // claim takes sl for this round when it is due at now: it stamps sl's next

@@ -784,3 +784,40 @@ func TestDetectRoundAwaitsProbeInFlight(t *testing.T) {
 		t.Errorf("first DetectRound() != %+v", want)
 	}
 }
+
+// TestDetectRoundReprobesStaleInFlight: a DetectRound that waits for
+// another round's probe begun before the clock passed the broker's check
+// stamp probes the broker again itself, so its verdict comes from a probe
+// begun during the call (here: b failed while refusing, answers now).
+func TestDetectRoundReprobesStaleInFlight(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	// A timeout past the clock's move: the first probe ends when released.
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.DetectTimeout = time.Hour })
+	r.isolate("b", false)
+	started, release := make(chan struct{}), make(chan struct{})
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true).Times(2)
+	gomock.InOrder(
+		r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error {
+			close(started)
+			<-release
+			return errors.New("connection refused")
+		}),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(nil),
+	)
+	r.obs.EXPECT().OnProbe(gomock.Any()).Times(2)
+	latency.OnAwait(r.s, func() { close(release) })
+	first := make(chan latency.RoundReport)
+	go func() { first <- r.round(t) }()
+	<-started
+	r.clock.Advance(latency.Reference5().DetectInterval)
+	got := r.round(t)
+	if want := (latency.RoundReport{Due: 1, Probed: 1, Reachable: 1, Awaited: 1}); got != want {
+		t.Errorf("second DetectRound() = %+v, want %+v", got, want)
+	}
+	if !r.s.Table().IsReachable("b") {
+		t.Errorf("b unreachable after a round that probed it answering")
+	}
+	if got, want := <-first, (latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}); got != want {
+		t.Errorf("first DetectRound() = %+v, want %+v", got, want)
+	}
+}
