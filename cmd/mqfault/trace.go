@@ -37,8 +37,8 @@ func runTrace(ctx context.Context, io streams, mode string, args []string) error
 		return usageErrorf("want one trace FILE, or - for standard input; got %d arguments", len(args))
 	}
 	m := latency.Mode(mode)
-	if m != latency.ModeV5 && m != latency.ModeV4 {
-		return usageErrorf("--mode %q: want v5 or v4", mode)
+	if m == "" || !m.Valid() {
+		return usageErrorf("--mode %q: want %s", mode, latency.ModeChoices())
 	}
 	in, name := io.stdin, "<stdin>"
 	if args[0] != "-" {

@@ -133,3 +133,34 @@ func TestRunLongLine(t *testing.T) {
 		t.Errorf("Run() printed %q, want %q", out.String(), "one\n")
 	}
 }
+
+// TestRunEveryMode: every mode latency registers runs a trace, an
+// operation is refused in a mode only when the mode lacks what it needs,
+// and the mode a *ModeError names has it.
+func TestRunEveryMode(t *testing.T) {
+	for _, mode := range latency.Modes() {
+		spec, _ := mode.Info()
+		var out bytes.Buffer
+		if err := Run(strings.NewReader("enable true\nroute a:2,b:2\nselect -\nitems\n"), &out, mode); err != nil {
+			t.Errorf("mode %s: Run() error = %v", mode, err)
+		}
+		for op, sp := range ops {
+			if sp.needs.in(spec) || sp.needs == resetIndexOp {
+				continue
+			}
+			want := modeWith(sp.needs)
+			if want == "" {
+				t.Errorf("op %s: no registered mode has what it needs", op)
+				continue
+			}
+			err := Run(strings.NewReader(op+"\n"), &bytes.Buffer{}, mode)
+			var me *ModeError
+			if !errors.As(err, &me) || me.Want != want {
+				t.Errorf("mode %s, op %s: Run() error = %v, want a *ModeError wanting %s", mode, op, err, want)
+			}
+			if other, _ := want.Info(); !sp.needs.in(other) {
+				t.Errorf("op %s: ModeError wants %s, which lacks it too", op, want)
+			}
+		}
+	}
+}

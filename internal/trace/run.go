@@ -36,7 +36,7 @@ type LineError struct {
 func (e *LineError) Error() string { return "line " + strconv.Itoa(e.Line) + ": " + e.Err.Error() }
 func (e *LineError) Unwrap() error { return e.Err }
 
-// ModeError is an operation that only the other mode has, such as pick
+// ModeError is an operation that only another mode has, such as pick
 // (v4) in a v5 trace.
 type ModeError struct {
 	Op   string
@@ -56,9 +56,10 @@ const maxLineErrors = 50
 const outBuffer = 64 << 10
 
 // Run reads a trace from r and runs it line by line as it reads, in mode
-// (latency.ModeV5 or latency.ModeV4), writing its output to w. It holds one
-// line of the trace at a time, so what it needs is bounded by the trace's
-// largest operation (and the state the trace builds), not by its length.
+// (a registered latency mode: latency.Modes), writing its output to w. It
+// holds one line of the trace at a time, so what it needs is bounded by the
+// trace's largest operation (and the state the trace builds), not by its
+// length.
 // Output is buffered: what a line prints is written before Run waits for
 // more input and when it returns, so a trace fed through a pipe or typed at
 // a terminal is answered line by line.
@@ -212,6 +213,7 @@ func (l *lineReader) next() (string, error) {
 type machine struct {
 	out   *bufio.Writer
 	mode  latency.Mode
+	spec  latency.ModeInfo // what the mode has
 	clock *latency.ManualClock
 	rand  *queuedRandom
 	strat *latency.Strategy
@@ -235,24 +237,21 @@ type sendSettings struct {
 }
 
 func newMachine(w *bufio.Writer, mode latency.Mode) (*machine, error) {
-	if mode == "" {
-		mode = latency.ModeV5
-	}
-	if mode != latency.ModeV5 && mode != latency.ModeV4 {
-		return nil, fmt.Errorf("unknown mode %q (want v5 or v4)", mode)
+	spec, ok := mode.Info()
+	if !ok {
+		return nil, fmt.Errorf("unknown mode %q (want %s)", mode, latency.ModeChoices())
 	}
 	m := &machine{
 		out:     w,
-		mode:    mode,
+		mode:    spec.Mode,
+		spec:    spec,
 		clock:   latency.NewManualClock(time.UnixMilli(StartMillis)),
 		rand:    &queuedRandom{},
 		resolve: map[string]string{},
 		probes:  map[string]bool{},
 	}
 	cfg := latency.Reference5()
-	if mode == latency.ModeV4 {
-		cfg = latency.Reference4()
-	}
+	cfg.Mode = spec.Mode
 	resolver := latency.ResolverFunc(func(b string) (string, bool) {
 		a, set := m.resolve[b]
 		if !set {
@@ -272,21 +271,19 @@ func newMachine(w *bufio.Writer, mode latency.Mode) (*machine, error) {
 		return nil, err
 	}
 	m.strat = s
-	m.latencyMax, m.notAvailable = latency.V5Durations().Columns()
-	if mode == latency.ModeV4 {
-		m.latencyMax, m.notAvailable = latency.V4Durations().Columns()
+	steps, ok := s.Durations().(*latency.StepTable)
+	if !ok {
+		_ = s.Close()
+		return nil, fmt.Errorf("mode %s: its duration table is not a step table", spec.Mode)
 	}
-	m.send = defaultSendSettings(mode)
+	m.latencyMax, m.notAvailable = steps.Columns()
+	m.send = defaultSendSettings(spec)
 	return m, nil
 }
 
-func defaultSendSettings(mode latency.Mode) sendSettings {
-	codes := []int{17, 14, 1, 2, 16, 204, 205, 1500}
-	if mode == latency.ModeV4 {
-		codes = []int{17, 14, 1, 16, 204, 205}
-	}
+func defaultSendSettings(spec latency.ModeInfo) sendSettings {
 	s := sendSettings{retryTimes: 2, timeout: 3000 * time.Millisecond, retryCodes: map[int]bool{}}
-	for _, c := range codes {
+	for _, c := range spec.Send.RetryCodes {
 		s.retryCodes[c] = true
 	}
 	return s
@@ -334,11 +331,11 @@ func (m *machine) parse(line string) (op string, args []string, spec *opSpec, er
 	if !ok {
 		return op, nil, nil, fmt.Errorf("unknown operation %q", op)
 	}
-	if sp.only != "" && sp.only != m.mode {
-		if op == "resetrand" { // accepted and ignored in v4
+	if !sp.needs.in(m.spec) {
+		if sp.needs == resetIndexOp { // accepted and ignored where picks never reset the index
 			return op, nil, nil, nil
 		}
-		return op, nil, nil, &ModeError{Op: op, Mode: m.mode, Want: sp.only}
+		return op, nil, nil, &ModeError{Op: op, Mode: m.mode, Want: modeWith(sp.needs)}
 	}
 	if len(args) < sp.min || (sp.max >= 0 && len(args) > sp.max) {
 		return op, nil, nil, fmt.Errorf("%s: %s", op, sp.usage)
@@ -378,43 +375,79 @@ func (m *machine) exec(line string) error {
 }
 
 type opSpec struct {
-	min, max int          // argument count bounds; max -1 is unbounded
-	only     latency.Mode // "" for both modes
+	min, max int     // argument count bounds; max -1 is unbounded
+	needs    feature // what the trace's mode must have for the operation
 	usage    string
 	run      func(m *machine, args []string) error
+}
+
+// feature is what a mode has that some operations need (latency.ModeInfo).
+type feature uint8
+
+const (
+	anyMode      feature = iota
+	detectorOp           // the mode has a detector
+	reachableOp          // the mode's table records reachability
+	leastBadOp           // the mode's cascade ends in the least-bad broker (pickOneAtLeast)
+	resetIndexOp         // the mode's sync retries reset the index; in another mode accepted and ignored
+)
+
+// in reports whether a mode with spec has f.
+func (f feature) in(spec latency.ModeInfo) bool {
+	switch f {
+	case detectorOp:
+		return spec.Detector
+	case reachableOp:
+		return spec.Reachability
+	case leastBadOp:
+		return spec.LeastBad
+	case resetIndexOp:
+		return spec.Send.ResetIndex
+	}
+	return true
+}
+
+// modeWith returns the first registered mode that has f.
+func modeWith(f feature) latency.Mode {
+	for _, mode := range latency.Modes() {
+		if spec, _ := mode.Info(); f.in(spec) {
+			return mode
+		}
+	}
+	return ""
 }
 
 var ops map[string]opSpec
 
 func init() {
 	ops = map[string]opSpec{
-		"clock":                {1, 1, "", "usage: clock MS", (*machine).opClock},
-		"advance":              {1, 1, "", "usage: advance MS", (*machine).opAdvance},
-		"echo":                 {0, -1, "", "", (*machine).opEcho},
-		"set":                  {1, -1, "", "usage: set retryTimes N | retryAnotherBroker true|false | timeout MS | retryCodes C...", (*machine).opSet},
-		"route":                {1, 1, "", "usage: route name:queues[:perm][:nomaster],...", (*machine).opRoute},
-		"orderroute":           {1, 1, "", "usage: orderroute broker:count;...", (*machine).opOrderRoute},
-		"index":                {1, 1, "", "usage: index N", (*machine).opIndex},
-		"dumpindex":            {0, 0, "", "takes no arguments", (*machine).opDumpIndex},
-		"resetrand":            {1, -1, latency.ModeV5, "usage: resetrand V...", (*machine).opResetRand},
-		"enable":               {1, 1, "", "usage: enable true|false", (*machine).opEnable},
-		"detector":             {1, 1, latency.ModeV5, "usage: detector true|false", (*machine).opDetector},
-		"latencyMax":           {0, -1, "", "", (*machine).opLatencyMax},
-		"notAvailableDuration": {0, -1, "", "", (*machine).opNotAvailable},
-		"select":               {1, 2, "", "usage: select LAST|- [reset]", (*machine).opSelect},
-		"tpselect":             {1, 1, "", "usage: tpselect LAST|-", (*machine).opTPSelect},
-		"update":               {3, 4, "", "usage: update BROKER LATENCY ISOLATION [REACHABLE]", (*machine).opUpdate},
-		"lftupdate":            {3, 4, "", "usage: lftupdate BROKER LATENCY DURATION [REACHABLE]", (*machine).opLFTUpdate},
-		"available":            {1, 1, "", "usage: available BROKER", (*machine).opAvailable},
-		"reachable":            {1, 1, latency.ModeV5, "usage: reachable BROKER", (*machine).opReachable},
-		"remove":               {1, 1, "", "usage: remove BROKER", (*machine).opRemove},
-		"pick":                 {0, 0, latency.ModeV4, "takes no arguments", (*machine).opPick},
-		"worst":                {1, 1, latency.ModeV4, "usage: worst N", (*machine).opWorst},
-		"resolve":              {2, 2, latency.ModeV5, "usage: resolve BROKER ADDR|null", (*machine).opResolve},
-		"probe":                {2, 2, latency.ModeV5, "usage: probe ADDR true|false", (*machine).opProbe},
-		"detectround":          {0, 0, latency.ModeV5, "takes no arguments", (*machine).opDetectRound},
-		"items":                {0, 0, "", "takes no arguments", (*machine).opItems},
-		"send":                 {1, -1, "", "usage: send SYNC|ASYNC|ONEWAY OUTCOME...", (*machine).opSend},
+		"clock":                {1, 1, anyMode, "usage: clock MS", (*machine).opClock},
+		"advance":              {1, 1, anyMode, "usage: advance MS", (*machine).opAdvance},
+		"echo":                 {0, -1, anyMode, "", (*machine).opEcho},
+		"set":                  {1, -1, anyMode, "usage: set retryTimes N | retryAnotherBroker true|false | timeout MS | retryCodes C...", (*machine).opSet},
+		"route":                {1, 1, anyMode, "usage: route name:queues[:perm][:nomaster],...", (*machine).opRoute},
+		"orderroute":           {1, 1, anyMode, "usage: orderroute broker:count;...", (*machine).opOrderRoute},
+		"index":                {1, 1, anyMode, "usage: index N", (*machine).opIndex},
+		"dumpindex":            {0, 0, anyMode, "takes no arguments", (*machine).opDumpIndex},
+		"resetrand":            {1, -1, resetIndexOp, "usage: resetrand V...", (*machine).opResetRand},
+		"enable":               {1, 1, anyMode, "usage: enable true|false", (*machine).opEnable},
+		"detector":             {1, 1, detectorOp, "usage: detector true|false", (*machine).opDetector},
+		"latencyMax":           {0, -1, anyMode, "", (*machine).opLatencyMax},
+		"notAvailableDuration": {0, -1, anyMode, "", (*machine).opNotAvailable},
+		"select":               {1, 2, anyMode, "usage: select LAST|- [reset]", (*machine).opSelect},
+		"tpselect":             {1, 1, anyMode, "usage: tpselect LAST|-", (*machine).opTPSelect},
+		"update":               {3, 4, anyMode, "usage: update BROKER LATENCY ISOLATION [REACHABLE]", (*machine).opUpdate},
+		"lftupdate":            {3, 4, anyMode, "usage: lftupdate BROKER LATENCY DURATION [REACHABLE]", (*machine).opLFTUpdate},
+		"available":            {1, 1, anyMode, "usage: available BROKER", (*machine).opAvailable},
+		"reachable":            {1, 1, reachableOp, "usage: reachable BROKER", (*machine).opReachable},
+		"remove":               {1, 1, anyMode, "usage: remove BROKER", (*machine).opRemove},
+		"pick":                 {0, 0, leastBadOp, "takes no arguments", (*machine).opPick},
+		"worst":                {1, 1, leastBadOp, "usage: worst N", (*machine).opWorst},
+		"resolve":              {2, 2, detectorOp, "usage: resolve BROKER ADDR|null", (*machine).opResolve},
+		"probe":                {2, 2, detectorOp, "usage: probe ADDR true|false", (*machine).opProbe},
+		"detectround":          {0, 0, detectorOp, "takes no arguments", (*machine).opDetectRound},
+		"items":                {0, 0, anyMode, "takes no arguments", (*machine).opItems},
+		"send":                 {1, -1, anyMode, "usage: send SYNC|ASYNC|ONEWAY OUTCOME...", (*machine).opSend},
 	}
 }
 
@@ -809,9 +842,7 @@ func (m *machine) pickEmpty(reset bool) {
 	idx := m.info.Index()
 	on := m.strat.FaultToleranceEnabled()
 	switch {
-	case m.mode == latency.ModeV5 && on && reset:
-		m.info.ResetIndex()
-	case m.mode == latency.ModeV4 && on:
+	case m.spec.LeastBad && on:
 		idx.Next()
 		ft := m.strat.FaultTolerance()
 		if b, ok := ft.PickLeastBad(); ok && m.info.WriteQueueNums(b) > 0 {
@@ -819,6 +850,8 @@ func (m *machine) pickEmpty(reset bool) {
 		} else if ok {
 			ft.Remove(b)
 		}
+	case m.spec.Send.ResetIndex && on && reset:
+		m.info.ResetIndex()
 	}
 	idx.Next()
 }
@@ -966,7 +999,7 @@ func (m *machine) opItems([]string) error {
 	parts := make([]string, len(items))
 	for i, it := range items {
 		s := fmt.Sprintf("[%s latency=%d until=%d", it.Broker, it.Latency.Milliseconds(), it.IsolatedUntil.UnixMilli())
-		if m.mode == latency.ModeV5 {
+		if m.spec.Reachability {
 			s += fmt.Sprintf(" reachable=%t", it.Reachable)
 		}
 		parts[i] = s + "]"

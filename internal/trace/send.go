@@ -153,7 +153,7 @@ func (m *machine) retryCodes() []int {
 
 func (m *machine) formatUpdate(u producer.FaultUpdate) string {
 	s := "update(" + u.Broker + "," + strconv.FormatInt(u.Latency.Milliseconds(), 10) + "," + strconv.FormatBool(u.Isolation)
-	if m.mode == latency.ModeV5 {
+	if m.spec.Reachability {
 		s += "," + strconv.FormatBool(u.Reachable)
 	}
 	return s + ")"

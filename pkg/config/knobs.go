@@ -400,7 +400,7 @@ type modeValue latency.Mode
 func (v *modeValue) set(s string) error {
 	m := latency.Mode(strings.ToLower(s))
 	if m == "" || !m.Valid() {
-		return fmt.Errorf(`must be "v5" or "v4"`)
+		return fmt.Errorf("must be %s", latency.ModeChoices())
 	}
 	*v = modeValue(m)
 	return nil
@@ -408,7 +408,7 @@ func (v *modeValue) set(s string) error {
 
 func (v *modeValue) get() string {
 	if *v == "" {
-		return string(latency.ModeV5)
+		return string(latency.Modes()[0])
 	}
 	return string(*v)
 }

@@ -7,32 +7,10 @@ import (
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
-// Mode selects whose decisions the strategy reproduces.
-type Mode string
-
-const (
-	// ModeV5 decides as RocketMQ 5.3.3 does (the default).
-	ModeV5 Mode = "v5"
-	// ModeV4 decides as RocketMQ 4.9.8 does: one scan, no last-broker
-	// avoidance with fault tolerance on, the least-bad fallback, isolation
-	// overwritten on every update, no reachability and no detector.
-	ModeV4 Mode = "v4"
-)
-
-// Valid reports whether m is a known mode (the empty mode counts as ModeV5).
-func (m Mode) Valid() bool { return m == "" || m == ModeV5 || m == ModeV4 }
-
-func (m Mode) orDefault() Mode {
-	if m == "" {
-		return ModeV5
-	}
-	return m
-}
-
 // Config holds the strategy's settings. Collaborators (clock, resolver,
 // detector, fault table) are Options of NewStrategy.
 type Config struct {
-	// Mode is ModeV5 (default) or ModeV4.
+	// Mode is a registered mode (Modes): ModeV5 (default) or ModeV4.
 	Mode Mode
 	// FaultTolerance turns latency fault tolerance on (the reference's
 	// sendLatencyFaultEnable). Off, Update does nothing and Select only
@@ -214,8 +192,9 @@ func DefaultConfig() Config {
 // message has one problem per line).
 func (c Config) Validate() error {
 	var l configerr.List
-	if !c.Mode.Valid() {
-		l.Add(invalid("Mode", string(c.Mode), `must be "v5" or "v4"`))
+	spec, ok := modeSpecs[c.Mode.orDefault()]
+	if !ok {
+		l.Add(invalid("Mode", string(c.Mode), "must be "+ModeChoices()))
 	}
 	if c.DetectInterval <= 0 {
 		l.Add(invalid("DetectInterval", c.DetectInterval, "must be positive"))
@@ -229,8 +208,8 @@ func (c Config) Validate() error {
 	if c.DetectParallel < 1 {
 		l.Add(invalid("DetectParallel", c.DetectParallel, "must be at least 1"))
 	}
-	if c.Mode == ModeV4 && c.Detector {
-		l.Add(invalid("Detector", true, "mode v4 has no detector"))
+	if ok && !spec.detector && c.Detector {
+		l.Add(invalid("Detector", true, "mode "+string(spec.mode)+" has no detector"))
 	}
 	validatePolicies(c, &l)
 	for i, f := range c.Filters {

@@ -30,8 +30,10 @@ import (
 // A Strategy builds its own Detector (WithResolver) and runs its rounds
 // (Start, DetectRound). NewDetector builds one over a table of your own, for
 // running rounds on your own schedule; the zero Detector has no table, and its
-// Round reports nothing. Round may be called from several goroutines, but
-// rounds over one table are meant to run one at a time.
+// Round reports nothing. Round may be called from several goroutines: a
+// broker is probed by one of them at a time, and each returns once every
+// broker it came to has its verdict. Two Detectors over one table do not
+// know of each other's probes.
 type Detector struct {
 	table    *FaultTable
 	resolver Resolver
@@ -48,6 +50,10 @@ type Detector struct {
 	recoveredAfter time.Duration
 
 	calls sync.WaitGroup // every Detect call, including ones a round stopped waiting for
+
+	mu       sync.Mutex              // guards inflight and the claiming of check stamps
+	inflight map[*slot]chan struct{} // the items a round holds, each closed when its verdict is applied
+	awaiting func()                  // test hook: called when a round starts waiting for another round's probes
 }
 
 // DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
@@ -80,8 +86,8 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 	var l configerr.List
 	if cfg.Table == nil {
 		l.Add(invalid("Table", nil, "is required"))
-	} else if cfg.Table.mode == ModeV4 {
-		l.Add(invalid("Table", string(ModeV4), "mode v4 has no detector"))
+	} else if !modeSpecs[cfg.Table.mode].detector {
+		l.Add(invalid("Table", string(cfg.Table.mode), "mode "+string(cfg.Table.mode)+" has no detector"))
 	}
 	if cfg.Resolver == nil {
 		l.Add(invalid("Resolver", nil, "is required"))
@@ -133,66 +139,160 @@ type RoundReport struct {
 	Inconclusive int // probes that told nothing (including cancelled ones)
 	TimedOut     int // probes whose detector said the endpoint did not answer in time (also in Unreachable)
 	NoAnswer     int // probes whose detector itself did not answer in time (ErrNoAnswer; also in Inconclusive)
+	Awaited      int // not due because another round was probing them: waited for until their verdict
 }
 
 type roundCounters struct {
 	due, removed, probed, reachable, unreachable, inconclusive, timedOut, noAnswer atomic.Int64
 }
 
-// Round runs one round and returns when every probe it started has concluded
-// (answered, failed, or run into its timeout). Cancelling ctx stops it from
-// starting probes and makes the running ones inconclusive.
+// Round runs one round and returns when every item it found due has been
+// probed and its verdict applied (answered, failed, or run into its
+// timeout), and so has every item another round was probing when this one
+// came to it (such an item is not due: the other round claimed its check
+// stamp; the wait is counted in Awaited, the probe in the other round's
+// report). An item waited for whose check stamp has passed by then (its
+// probe began before the clock moved past it) is probed again by this round.
+// So once Round returns, no broker it looked at has a verdict still to come,
+// and every broker due when it began has a verdict from a probe begun since.
+// A broker is probed by one round at a time. Cancelling ctx stops it from
+// starting probes, makes the running ones inconclusive and stops the wait
+// for other rounds' probes. Safe to call from several goroutines; it blocks
+// for as long as the probes it waits for.
 func (d *Detector) Round(ctx context.Context) RoundReport {
 	if d.table == nil {
 		return RoundReport{}
 	}
-	var c roundCounters
-	sem := make(chan struct{}, max(d.parallel, 1))
+	r := &round{d: d, ctx: ctx, sem: make(chan struct{}, max(d.parallel, 1))}
+	others := r.pass(d.table.presentSlots())
+	if len(others) > 0 && d.awaiting != nil {
+		d.awaiting()
+	}
+	// The probes waited for may have begun before the clock passed their
+	// stamps: what is due again is this round's to probe, once (and what
+	// yet another round holds by then is waited for, not probed again).
+	r.await(r.pass(r.await(others)))
+	c := &r.c
+	return RoundReport{
+		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
+		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
+		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
+		NoAnswer: int(c.noAnswer.Load()), Awaited: r.awaited,
+	}
+}
+
+// round is one Round's state.
+type round struct {
+	d       *Detector
+	ctx     context.Context
+	sem     chan struct{} // probe slots
+	c       roundCounters
+	awaited int
+}
+
+// held is an item another round holds, and what its hold closes.
+type held struct {
+	sl   *slot
+	done chan struct{}
+}
+
+// pass claims each of slots that is due and probes it, and returns when
+// every probe it started has concluded. It returns the items other rounds
+// hold, waited for until their verdicts (await) when this pass's own are in.
+func (r *round) pass(slots []*slot) []held {
+	d := r.d
+	var others []held
 	var wg sync.WaitGroup
-loop:
-	for _, sl := range d.table.presentSlots() {
+	defer wg.Wait()
+	for _, sl := range slots {
 		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break loop
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return others
 		}
-		if ctx.Err() != nil {
-			<-sem
-			break
+		if r.ctx.Err() != nil {
+			<-r.sem
+			return others
 		}
-		now := d.table.now()
-		// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
-		if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
-			<-sem
+		done, other := d.claim(sl, d.table.now())
+		if other != nil {
+			others = append(others, held{sl, other})
+		}
+		if done == nil {
+			<-r.sem
 			continue
 		}
-		c.due.Add(1)
-		sl.checkStamp.Store(addNanos(now, d.interval))
+		r.c.due.Add(1)
 		addr, ok := d.resolver.Resolve(sl.name)
 		if !ok {
 			d.table.removeSlot(sl)
-			c.removed.Add(1)
-			<-sem
+			r.c.removed.Add(1)
+			d.unclaim(sl, done)
+			<-r.sem
 			continue
 		}
 		if d.service == nil {
-			<-sem
+			d.unclaim(sl, done)
+			<-r.sem
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			d.probe(ctx, sl, addr, &c)
+			defer func() { <-r.sem }()
+			defer d.unclaim(sl, done)
+			d.probe(r.ctx, sl, addr, &r.c)
 		}()
 	}
-	wg.Wait()
-	return RoundReport{
-		Due: int(c.due.Load()), Removed: int(c.removed.Load()), Probed: int(c.probed.Load()),
-		Reachable: int(c.reachable.Load()), Unreachable: int(c.unreachable.Load()),
-		Inconclusive: int(c.inconclusive.Load()), TimedOut: int(c.timedOut.Load()),
-		NoAnswer: int(c.noAnswer.Load()),
+	return others
+}
+
+// await waits for each of others' verdicts, until ctx is done, and returns
+// the items whose verdicts came.
+func (r *round) await(others []held) []*slot {
+	var got []*slot
+	for _, h := range others {
+		select {
+		case <-h.done:
+			r.awaited++
+			got = append(got, h.sl)
+		case <-r.ctx.Done():
+			return got
+		}
 	}
+	return got
+}
+
+// claim takes sl for this round when it is due at now: it stamps sl's next
+// check and returns done, which unclaim closes once sl's verdict is applied.
+// When another round holds sl, it returns that round's done as other. Both
+// are nil when sl is not due (or has left the table).
+func (d *Detector) claim(sl *slot, now int64) (done, other chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ch := d.inflight[sl]; ch != nil {
+		return nil, ch
+	}
+	// A stamp of 0 is "never checked" (not the epoch): due whatever the clock.
+	if stamp := sl.checkStamp.Load(); !sl.present.Load() || (stamp != 0 && now < stamp) {
+		return nil, nil
+	}
+	sl.checkStamp.Store(addNanos(now, d.interval))
+	if d.inflight == nil {
+		d.inflight = make(map[*slot]chan struct{})
+	}
+	done = make(chan struct{})
+	d.inflight[sl] = done
+	return done, nil
+}
+
+// unclaim ends this round's hold on sl, taken by claim, waking the rounds
+// waiting for it.
+func (d *Detector) unclaim(sl *slot, done chan struct{}) {
+	d.mu.Lock()
+	delete(d.inflight, sl)
+	d.mu.Unlock()
+	close(done)
 }
 
 // probe asks the service detector about addr and applies the answer to sl.

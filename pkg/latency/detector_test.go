@@ -738,3 +738,86 @@ func TestNewDetector(t *testing.T) {
 		t.Errorf("Round() within the interval = %+v, want nothing due", rep)
 	}
 }
+
+// TestDetectRoundAwaitsProbeInFlight: a DetectRound that finds a broker
+// not due because another round (the background loop's, here a concurrent
+// DetectRound) claimed its check stamp and is still probing it returns only
+// once that probe's verdict is applied, and counts it as Awaited.
+func TestDetectRoundAwaitsProbeInFlight(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	r := newDetectorRig(t, ctrl, true, nil)
+	r.isolate("b", false)
+	started, release := make(chan struct{}), make(chan struct{})
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+	r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error {
+		close(started)
+		<-release
+		return nil
+	})
+	r.obs.EXPECT().OnProbe(probeEvent("b", nil, true))
+	awaiting := make(chan struct{})
+	latency.OnAwait(r.s, func() { close(awaiting) })
+	first := make(chan latency.RoundReport)
+	go func() { first <- r.round(t) }()
+	<-started
+	second := make(chan latency.RoundReport)
+	go func() { second <- r.round(t) }()
+	var got latency.RoundReport
+	select {
+	case got = <-second: // returned without waiting: the verdict may not be applied
+	case <-awaiting:
+		close(release)
+		got = <-second
+	}
+	if !r.s.Table().IsReachable("b") {
+		t.Errorf("DetectRound returned before the in-flight probe of b made it reachable")
+	}
+	if want := (latency.RoundReport{Awaited: 1}); got != want {
+		t.Errorf("second DetectRound() = %+v, want %+v", got, want)
+	}
+	select {
+	case <-release:
+	default:
+		close(release)
+	}
+	if want := (latency.RoundReport{Due: 1, Probed: 1, Reachable: 1}); <-first != want {
+		t.Errorf("first DetectRound() != %+v", want)
+	}
+}
+
+// TestDetectRoundReprobesStaleInFlight: a DetectRound that waits for
+// another round's probe begun before the clock passed the broker's check
+// stamp probes the broker again itself, so its verdict comes from a probe
+// begun during the call (here: b failed while refusing, answers now).
+func TestDetectRoundReprobesStaleInFlight(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	// A timeout past the clock's move: the first probe ends when released.
+	r := newDetectorRig(t, ctrl, true, func(c *latency.Config) { c.DetectTimeout = time.Hour })
+	r.isolate("b", false)
+	started, release := make(chan struct{}), make(chan struct{})
+	r.resolver.EXPECT().Resolve("b").Return("addr-b", true).Times(2)
+	gomock.InOrder(
+		r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error {
+			close(started)
+			<-release
+			return errors.New("connection refused")
+		}),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(nil),
+	)
+	r.obs.EXPECT().OnProbe(gomock.Any()).Times(2)
+	latency.OnAwait(r.s, func() { close(release) })
+	first := make(chan latency.RoundReport)
+	go func() { first <- r.round(t) }()
+	<-started
+	r.clock.Advance(latency.Reference5().DetectInterval)
+	got := r.round(t)
+	if want := (latency.RoundReport{Due: 1, Probed: 1, Reachable: 1, Awaited: 1}); got != want {
+		t.Errorf("second DetectRound() = %+v, want %+v", got, want)
+	}
+	if !r.s.Table().IsReachable("b") {
+		t.Errorf("b unreachable after a round that probed it answering")
+	}
+	if got, want := <-first, (latency.RoundReport{Due: 1, Probed: 1, Unreachable: 1}); got != want {
+		t.Errorf("first DetectRound() = %+v, want %+v", got, want)
+	}
+}

@@ -35,9 +35,11 @@
 // Reading the code, in this order:
 //
 //   - strategy.go (the Strategy, its options and Update) and config.go (the
-//     Config, its presets and checks);
+//     Config, its presets and checks); mode.go (the registry of modes:
+//     everything a mode decides is its spec), mode5.go and mode4.go (each
+//     mode's spec, outcome rules and send-loop rules);
 //   - pick.go (the pick's types, Release and the shared cursor), outcome.go
-//     (outcomes, Pick.Done and the mode's update rules);
+//     (outcomes, Pick.Done and how the mode's outcome rules apply);
 //   - binding.go (what a strategy derives from a route), cascade5.go and
 //     cascade4.go (each mode's cascade), routeview.go (how a pick skips what
 //     a pass would refuse), routes.go and routebrokers.go (route changes, and

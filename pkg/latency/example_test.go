@@ -216,7 +216,7 @@ func ExampleStrategy_DetectRound() {
 		fmt.Println(it.Broker, it.Reachable, it.Available)
 	}
 	// Output:
-	// {Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0}
+	// {Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0 Awaited:0}
 	// a true false
 	// b false false
 }
@@ -306,7 +306,7 @@ func ExampleNewDetector() {
 	_, err = latency.NewDetector(latency.DetectorConfig{Table: table})
 	fmt.Println(err)
 	// Output:
-	// {Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0}
+	// {Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0 Awaited:0}
 	// a true false
 	// b false false
 	// latency: Resolver = <nil>: is required

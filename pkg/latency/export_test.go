@@ -5,3 +5,7 @@ package latency
 // the reference's procedure, which the model tests hold the fast path to.
 // Call it before the first pick.
 func WalkOnly(s *Strategy) { s.walkOnly = true }
+
+// OnAwait makes s's detector call f when a round starts waiting for the
+// probes another round has in flight. Call it before the first round.
+func OnAwait(s *Strategy, f func()) { s.detector.awaiting = f }

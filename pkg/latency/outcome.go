@@ -171,14 +171,15 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 			return u
 		}
 	}
-	u := UpdateFor(s.mode, broker, o, s.detectorOn.Load())
+	u := s.spec.rules.update(broker, o, s.detectorOn.Load())
 	s.updateSlot(live, u.Broker, u.Latency, u.Isolation, u.Reachable)
 	return u
 }
 
 // UpdateFor is the fault update mode's rules call for when an attempt on
 // broker met o, with the detector switch at detectorOn. The rules are the
-// reference's (5.3.3 and 4.9.8; a mode "" is v5), with latency = o.Latency:
+// reference's (5.3.3 and 4.9.8; a mode "" or an unregistered one is v5),
+// with latency = o.Latency:
 //
 //	path           class                               v5 (isolation, reachable)  v4 isolation
 //	send           answered                            false, true                false
@@ -196,15 +197,17 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 // v4 has no reachable flag: its updates carry true. An unknown class or path
 // is a transport failure on PathSend.
 func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate {
-	rules := &rules5
-	if mode == ModeV4 {
-		rules = &rules4
-	}
-	path, class := o.Path, o.Class
-	if path >= numPaths || class >= numClasses {
-		path, class = PathSend, ClassTransportFailed
-	}
-	r := rules[path][class]
+	return rulesFor(mode).update(broker, o, detectorOn)
+}
+
+// rulesFor returns mode's update rules (a mode "" is v5; an unknown mode
+// has v5's).
+func rulesFor(mode Mode) *ruleTable { return specOf(mode).rules }
+
+// update is the fault update the rules call for when an attempt on broker
+// met o.
+func (rs *ruleTable) update(broker string, o Outcome, detectorOn bool) FaultUpdate {
+	r := rs.rule(o.Path, o.Class)
 	u := FaultUpdate{Broker: broker, Latency: o.Latency, Isolation: r.isolation}
 	switch r.reach {
 	case reachYes:
@@ -215,13 +218,26 @@ func UpdateFor(mode Mode, broker string, o Outcome, detectorOn bool) FaultUpdate
 	return u
 }
 
+// rule returns the rule for class on path. An unknown class or path, or a
+// row left out (which TestRulesEveryClass forbids), is a transport failure
+// on PathSend.
+func (rs *ruleTable) rule(path Path, class Class) rule {
+	if path < numPaths && class < numClasses {
+		if r := rs[path][class]; r.reach != reachNone {
+			return r
+		}
+	}
+	return rs[PathSend][ClassTransportFailed]
+}
+
 // reach is a rule's reachable flag.
 type reach uint8
 
 const (
-	reachYes            reach = iota
-	reachNo                   // marks the broker unreachable
-	reachUnlessDetector       // unreachable only while the detector switch is on
+	reachNone reach = iota // no row: the zero rule (see ruleTable.rule)
+	reachYes
+	reachNo             // marks the broker unreachable
+	reachUnlessDetector // unreachable only while the detector switch is on
 )
 
 // rule is what one class on one path does to the fault table.
@@ -230,8 +246,9 @@ type rule struct {
 	reach     reach
 }
 
-// ruleTable is a mode's update rules, by path and class: a new class or path
-// is a new column or row here, and nowhere else.
+// ruleTable is a mode's outcome rules, by path and class (each mode's in its
+// spec's file, mode5.go and mode4.go): a new class or path is a row in each
+// of them, and TestModeSpecsComplete fails on one left out.
 type ruleTable [numPaths][numClasses]rule
 
 var (
@@ -240,82 +257,6 @@ var (
 	ruleTransport = rule{true, reachUnlessDetector}
 	ruleCharged   = rule{true, reachYes} // isolated, still reachable
 )
-
-// rules5 is RocketMQ 5.3.3's: sendDefaultImpl's catch blocks, and
-// MQClientAPIImpl.sendMessageAsync's callbacks and catch.
-var rules5 = ruleTable{
-	PathSend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleFailed, // an MQBrokerException like any other code
-		ClassBroker:           ruleFailed,
-		ClassTransportFailed:  ruleTransport,
-		ClassTransportTimeout: ruleTransport,
-		ClassTransportNotSent: ruleTransport,
-		ClassThrottled:        ruleTransport,
-		ClassClient:           ruleAnswered, // MQClientException: (false, true)
-		ClassCancelled:        ruleAnswered, // InterruptedException: (false, true)
-	},
-	PathAsyncAnswer: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleFailed,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleFailed,
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncResend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleFailed,
-		ClassBroker:           ruleFailed,
-		ClassTransportFailed:  ruleFailed,
-		ClassTransportTimeout: ruleFailed,
-		ClassTransportNotSent: ruleFailed,
-		ClassThrottled:        ruleFailed,
-		ClassClient:           ruleFailed,
-		ClassCancelled:        ruleAnswered,
-	},
-}
-
-// rules4 is RocketMQ 4.9.8's: isolation only (the reachable flag is always
-// reported true).
-var rules4 = ruleTable{
-	PathSend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged, // 4.9.8 isolates on MQClientException
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncAnswer: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
-	PathAsyncResend: {
-		ClassAnswered:         ruleAnswered,
-		ClassBusy:             ruleCharged,
-		ClassBroker:           ruleCharged,
-		ClassTransportFailed:  ruleCharged,
-		ClassTransportTimeout: ruleCharged,
-		ClassTransportNotSent: ruleCharged,
-		ClassThrottled:        ruleCharged,
-		ClassClient:           ruleCharged,
-		ClassCancelled:        ruleAnswered,
-	},
-}
 
 // Response codes that mean flow control.
 const (

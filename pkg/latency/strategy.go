@@ -287,35 +287,14 @@ func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, is
 	}
 }
 
-// modeSpec is what a mode decides beyond its table's update rule (which
-// the FaultTable holds): its cascade, its charges and what it supports.
-type modeSpec struct {
-	cascade          func(*Strategy) cascade
-	durations        func() DurationTable
-	isolationLatency time.Duration // what a failed send is charged
-	detector         bool          // the mode has a detector
-	policies         bool          // the policies past the reference extend it
-}
-
-var modeSpecs = map[Mode]*modeSpec{
-	ModeV5: {
-		cascade:          func(s *Strategy) cascade { return cascade5{s} },
-		durations:        func() DurationTable { return V5Durations() },
-		isolationLatency: 10000 * time.Millisecond,
-		detector:         true,
-		policies:         true,
-	},
-	ModeV4: {
-		cascade:          func(s *Strategy) cascade { return cascade4{s} },
-		durations:        func() DurationTable { return V4Durations() },
-		isolationLatency: 30000 * time.Millisecond,
-	},
-}
-
 // DetectRound runs one detector round now, whatever the detector switch says
 // (the switch gates the background ticks). It returns ErrNoDetector when the
-// strategy has none. ctx cancels the round; probes already running count as
-// inconclusive.
+// strategy has none. When it returns, every broker due has been probed and
+// its verdict applied, and so has every broker the background loop's round
+// was probing meanwhile (waited for: RoundReport.Awaited, and probed again
+// when its check stamp has passed by then; see Detector.Round). ctx cancels the round and the wait; probes already
+// running count as inconclusive. Safe for concurrent use; blocks for as long
+// as the probes it waits for (each bounded by DetectTimeout plus ProbeGrace).
 func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	if s.detector == nil {
 		return RoundReport{}, ErrNoDetector

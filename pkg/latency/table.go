@@ -119,14 +119,14 @@ type TableOption func(*FaultTable)
 func WithTableObserver(obs Observer) TableOption { return func(t *FaultTable) { t.obs = obs } }
 
 // NewFaultTable returns an empty table with mode's update rules (ModeV5
-// extends isolations and keeps reachability; ModeV4 overwrites isolations).
-// A nil clock is RealClock.
+// extends isolations and keeps reachability; ModeV4 overwrites isolations;
+// "" or an unregistered mode is ModeV5). A nil clock is RealClock.
 func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
 	if clock == nil {
 		clock = RealClock{}
 	}
-	mode = mode.orDefault()
-	t := &FaultTable{clock: clock, mode: mode, rule: updateRules[mode], worst: route.NewIndex(nil)}
+	spec := specOf(mode)
+	t := &FaultTable{clock: clock, mode: spec.mode, rule: spec.update, worst: route.NewIndex(nil)}
 	t.wall0, t.mono0 = clock.Now().UnixNano(), clock.Elapsed()
 	for _, opt := range opts {
 		opt(t)
@@ -394,8 +394,6 @@ type ruleResult struct {
 	extended  bool          // ... one that was already running
 	reachable bool          // the reachability to record
 }
-
-var updateRules = map[Mode]updateRule{ModeV5: update5, ModeV4: update4}
 
 // update5 is 5.3.3's rule: a positive isolation only ever extends the
 // current one, and reachability is recorded.

@@ -74,11 +74,17 @@ const MaxRetries = math.MaxInt32 - 1
 // (17), SERVICE_NOT_AVAILABLE (14), SYSTEM_ERROR (1), SYSTEM_BUSY (2),
 // NO_PERMISSION (16), NO_BUYER_ID (204), NOT_IN_CURRENT_UNIT (205),
 // GO_AWAY (1500).
-func RetryCodes5() []int { return []int{17, 14, 1, 2, 16, 204, 205, 1500} }
+func RetryCodes5() []int { return retryCodesOf(latency.ModeV5) }
 
 // RetryCodes4 returns RocketMQ 4.9.8's retry response codes: 17, 14, 1, 16,
 // 204, 205.
-func RetryCodes4() []int { return []int{17, 14, 1, 16, 204, 205} }
+func RetryCodes4() []int { return retryCodesOf(latency.ModeV4) }
+
+// retryCodesOf returns a copy of mode's retry codes (latency.SendRules).
+func retryCodesOf(mode latency.Mode) []int {
+	info, _ := mode.Info()
+	return info.Send.RetryCodes
+}
 
 // Reference5 returns RocketMQ 5.3.3's producer defaults: 2 retries (sync and
 // async), a 3 s budget, no per-attempt cap, no retry on a stored-but-not-OK
@@ -167,31 +173,28 @@ type Policy struct {
 	budget       *retryBudget // nil unless Config.RetryBudget is on; shared by the producer's sends
 }
 
-// NewPolicy validates cfg and resolves it for mode (latency.ModeV5 or
-// latency.ModeV4; "" is v5): the mode picks the default retry codes and the
-// send loop's other mode rules (whether a sync retry resets the route index,
-// whether an async retry checks the budget, whether an overloaded async
-// attempt ends the send); the fault updates are the strategy's
-// (latency.UpdateFor).
+// NewPolicy validates cfg and resolves it for mode (a registered latency
+// mode, latency.ModeV5 or latency.ModeV4; "" is v5): the mode's
+// latency.SendRules give the default retry codes and the send loop's other
+// mode rules (whether a sync retry resets the route index, whether an async
+// retry checks the budget, what each class does); the fault updates are the
+// strategy's (latency.UpdateFor).
 func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if mode == "" {
-		mode = latency.ModeV5
-	}
-	rules, ok := rulesByMode[mode]
+	rules, ok := rulesFor(mode)
 	if !ok {
-		return nil, invalid("mode", string(mode), `must be "v5" or "v4"`)
+		return nil, invalid("mode", string(mode), "must be "+latency.ModeChoices())
 	}
 	codes := cfg.RetryCodes
 	if codes == nil {
-		codes = rules.retryCodes()
+		codes = rules.retryCodes
 	}
 	codes = slices.Clone(codes)
 	slices.Sort(codes)
 	return &Policy{
-		mode:         mode,
+		mode:         rules.mode,
 		rules:        rules,
 		retryTimes:   cfg.RetryTimes,
 		asyncRetries: cfg.AsyncRetryTimes,

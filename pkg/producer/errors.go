@@ -337,9 +337,9 @@ func Classify(res Result, err error) Outcome {
 // retried (an ordered send, or a direct send of an adapter):
 // StopBrokerError for a broker's error code (busy included), StopCancelled
 // for a cancellation, StopFailed for every other failure, StopAnswered for
-// an answer. It is the class's row in the send loop's rules (moderules.go),
-// the same in every mode.
-func (o Outcome) FailedStop() Stop { return classes5.class(o.Class).stop }
+// an answer. It is the class's end in the send loop's rules (classEnds in
+// moderules.go), the same in every mode.
+func (o Outcome) FailedStop() Stop { return classStop(o.Class) }
 
 // Report is o as latency's update rules read it (the value a pick's Done
 // takes), met on path: the class, the elapsed time as the latency, the

@@ -155,7 +155,8 @@ const (
 // outcome on latency.PathSend (v5: answered, client and cancelled (false,
 // true); broker and busy (true, false); transport_* and throttled (true,
 // !detectorOn); v4 isolates all but answered and cancelled), and decides by
-// the outcome's latency.Class (each mode's row in moderules.go):
+// the outcome's latency.Class (each mode's row in its latency.SendRules,
+// with the class's stop from moderules.go):
 //
 //	class                  then
 //	answered               sync: a status other than SendOK retries only with RetryAnotherBrokerWhenNotStoreOK;
@@ -425,14 +426,14 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 	d := Decision{Report: o.report(latency.PathSend)}
 	r := l.p.rules.classes.class(o.Class)
 	switch r.sync {
-	case nextAnswer:
+	case latency.NextAnswer:
 		l.answer(&o.Result)
 		if l.kind == KindSync && o.Result.Status != SendOK && l.p.retryAnother {
 			d.Retry = true
 			return d
 		}
 		l.finishAnswered()
-	case nextRetryCode:
+	case latency.NextRetryCode:
 		if l.p.IsRetryCode(o.Code) {
 			d.Retry = true
 			return d
@@ -442,9 +443,9 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 		} else {
 			l.fail(r.stop, l.lastErr)
 		}
-	case nextEnd:
+	case latency.NextEnd:
 		l.fail(r.stop, l.lastErr)
-	default: // nextRetry
+	default: // latency.NextRetry
 		d.Retry = true
 	}
 	return d
@@ -455,7 +456,7 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 func (l *Loop) finishAsync(o *Outcome) Decision {
 	first := l.attempts == 1
 	r := l.p.rules.classes.class(o.Class)
-	if r.async == nextUnsent || (!l.dispatched && r.failed()) {
+	if r.async == latency.NextUnsent || (!l.dispatched && r.failed()) {
 		if first {
 			d := l.finishDefault(o)
 			if d.Retry {
@@ -468,12 +469,12 @@ func (l *Loop) finishAsync(o *Outcome) Decision {
 	}
 	d := Decision{Report: o.report(latency.PathAsyncAnswer)}
 	switch r.async {
-	case nextAnswer:
+	case latency.NextAnswer:
 		l.answer(&o.Result)
 		l.finishAnswered()
-	case nextEnd:
+	case latency.NextEnd:
 		l.fail(r.stop, l.lastErr)
-	default: // nextRetry
+	default: // latency.NextRetry
 		d.Retry = true
 	}
 	return d
