@@ -7,7 +7,7 @@
 //	NewStrategy(cfg, resolver, detector)                  the strategy, detector started
 //	NewProducer(cfg, transport, routes, resolver, detector) a producer over it
 //	NewObservedProducer(..., detector, Observability)    the same, with your logger, Prometheus registerer and observers
-//	NewTCPProducer(cfg, transport, routes, resolver, Observability) probing brokers with latency.TCPDetector
+//	NewTCPProducer(cfg, transport, routes, resolver, Observability) probing brokers with probe.TCPDetector
 //
 // Each returns a cleanup function that closes what it built in reverse order:
 // the producer (waiting for its sends in flight), then the strategy (stopping
@@ -17,20 +17,20 @@
 // To compose your own injector, use the sets: ConfigSet (the sub-configs of a
 // config.Config, validated), ObserveSet (Observers from an Observability),
 // LatencySet (the started *latency.Strategy), ProducerSet (the
-// *producer.Producer), ClockSet (latency.RealClock bound to latency.Clock),
-// TCPDetectorSet (latency.TCPDetector bound to latency.ServiceDetector),
+// *producer.Producer), ClockSet (clock.Real bound to clock.Clock),
+// TCPDetectorSet (probe.TCPDetector bound to probe.ServiceDetector),
 // DefaultObservabilitySet (the zero Observability: slog.Default, no
 // Prometheus). CoreSet is ConfigSet, ObserveSet, LatencySet and ProducerSet;
 // DefaultSet adds ClockSet and DefaultObservabilitySet. A set of your own
-// that provides a latency.ServiceDetector (a plugin, with its cleanup) or a
-// latency.Clock replaces the argument or ClockSet. The injectors and the set
+// that provides a probe.ServiceDetector (a plugin, with its cleanup) or a
+// clock.Clock replaces the argument or ClockSet. The injectors and the set
 // whose detector is a plugin are in package wire/pluginwire, so that this
 // package links neither hashicorp/go-plugin nor gRPC. An injector of your own
 // whose detector is a plugin (gwire is github.com/google/wire; the plugin's
 // host.Config is the argument pluginwire.DetectorSet needs):
 //
 //	func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource,
-//		res latency.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
+//		res probe.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
 //		panic(gwire.Build(wire.CoreSet, wire.ClockSet, pluginwire.DetectorSet))
 //	}
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mqfault/mqfault/pkg/config"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	mqwire "github.com/mqfault/mqfault/wire"
 )
@@ -21,9 +21,9 @@ func ExampleNewProducer() {
 	transport := producer.TransportFunc(func(_ context.Context, a producer.Attempt) (producer.Result, error) {
 		return producer.Result{MsgID: "id-1"}, nil // talk to a.Queue.BrokerName here
 	})
-	resolver := latency.StaticResolver{"broker-a": "127.0.0.1:1", "broker-b": "127.0.0.1:2"}
+	resolver := probe.StaticResolver{"broker-a": "127.0.0.1:1", "broker-b": "127.0.0.1:2"}
 
-	p, cleanup, err := mqwire.NewProducer(cfg, transport, &routes, resolver, latency.TCPDetector{})
+	p, cleanup, err := mqwire.NewProducer(cfg, transport, &routes, resolver, probe.TCPDetector{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -38,7 +38,7 @@ func ExampleNewProducer() {
 func ExampleNewStrategy_invalid() {
 	cfg := config.DefaultConfig()
 	cfg.Strategy.DetectParallel = 0
-	_, _, err := mqwire.NewStrategy(cfg, latency.StaticResolver{}, nil)
+	_, _, err := mqwire.NewStrategy(cfg, probe.StaticResolver{}, nil)
 	fmt.Println(err)
 	// Output: config: detect_parallel = "0": must be at least 1
 }
@@ -54,7 +54,7 @@ func ExampleNewObservedProducer_twoProducers() {
 		var routes producer.StaticRoutes
 		routes.SetQueues(name, map[string]int{"broker-a": 2})
 		p, cleanup, err := mqwire.NewObservedProducer(config.DefaultConfig(), transport, &routes,
-			latency.StaticResolver{}, nil, mqwire.Observability{Registerer: reg, Name: name})
+			probe.StaticResolver{}, nil, mqwire.Observability{Registerer: reg, Name: name})
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -87,7 +87,7 @@ func ExampleNewTCPProducer() {
 	myRoutes := &producer.StaticRoutes{}
 	myRoutes.SetQueues("orders", map[string]int{"broker-a": 2})
 	fmt.Println(tcpProducer(context.Background(), myTransport, myRoutes, []byte("hello")))
-	fmt.Println(readmeTCPProducer(myTransport, myRoutes, latency.StaticResolver{"broker-a": "10.0.0.1:10911"}))
+	fmt.Println(readmeTCPProducer(myTransport, myRoutes, probe.StaticResolver{"broker-a": "10.0.0.1:10911"}))
 	// Output:
 	// SEND_OK id-1
 	// <nil>
@@ -101,7 +101,7 @@ func tcpProducer(ctx context.Context, myTransport producer.Transport, myRoutes p
 		return err // names the knob, the value and where it was written
 	}
 	p, cleanup, err := mqwire.NewTCPProducer(cfg, myTransport, myRoutes,
-		latency.StaticResolver{"broker-a": "10.0.0.1:10911"},
+		probe.StaticResolver{"broker-a": "10.0.0.1:10911"},
 		mqwire.Observability{Registerer: prometheus.DefaultRegisterer})
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func tcpProducer(ctx context.Context, myTransport producer.Transport, myRoutes p
 }
 
 // readmeTCPProducer is the root README's snippet.
-func readmeTCPProducer(transport producer.Transport, routes producer.RouteSource, resolver latency.Resolver) error {
+func readmeTCPProducer(transport producer.Transport, routes producer.RouteSource, resolver probe.Resolver) error {
 	cfg, err := config.Load("") // the mqfault preset, a file, MQFAULT_ variables
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func ExampleNewTCPProducer_twoProducers() {
 	})
 	routes := &producer.StaticRoutes{}
 	routes.SetQueues("orders", map[string]int{"broker-a": 2})
-	res := latency.StaticResolver{"broker-a": "10.0.0.1:10911"}
+	res := probe.StaticResolver{"broker-a": "10.0.0.1:10911"}
 	if err := twoProducers(cfg, t, routes, res); err != nil {
 		fmt.Println(err)
 	}
@@ -150,7 +150,7 @@ func ExampleNewTCPProducer_twoProducers() {
 	// mqfault_sends_total{kind="sync",producer="orders",result="answered"} 2
 }
 
-func twoProducers(cfg config.Config, t producer.Transport, routes producer.RouteSource, res latency.Resolver) error {
+func twoProducers(cfg config.Config, t producer.Transport, routes producer.RouteSource, res probe.Resolver) error {
 	reg := prometheus.NewRegistry()
 	orders, cleanOrders, err := mqwire.NewTCPProducer(cfg, t, routes, res,
 		mqwire.Observability{Registerer: reg, Name: "orders"})

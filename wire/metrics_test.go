@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	mqwire "github.com/mqfault/mqfault/wire"
 )
@@ -22,7 +22,7 @@ func answering(t *testing.T, reg prometheus.Registerer, name string) (*producer.
 	tr := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
 		return producer.Result{MsgID: "id"}, nil
 	})
-	return mqwire.NewObservedProducer(fastConfig(), tr, &routes, latency.StaticResolver{}, nil,
+	return mqwire.NewObservedProducer(fastConfig(), tr, &routes, probe.StaticResolver{}, nil,
 		mqwire.Observability{Registerer: reg, Name: name})
 }
 

@@ -6,9 +6,11 @@ import (
 
 	"github.com/google/wire"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe/setup"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -18,7 +20,7 @@ var ConfigSet = wire.NewSet(StrategyConfig, ProducerConfig)
 
 // ObserveSet provides the Observers every strategy and producer of this
 // package is built with, from a config.Config, an Observability and a
-// latency.Clock.
+// clock.Clock.
 var ObserveSet = wire.NewSet(ProvideObservers)
 
 // LatencySet provides a started *latency.Strategy; its cleanup closes it.
@@ -27,12 +29,12 @@ var LatencySet = wire.NewSet(ProvideStrategy)
 // ProducerSet provides a *producer.Producer; its cleanup closes it.
 var ProducerSet = wire.NewSet(ProvideProducer)
 
-// ClockSet provides latency.RealClock as the latency.Clock.
-var ClockSet = wire.NewSet(wire.Value(latency.RealClock{}), wire.Bind(new(latency.Clock), new(latency.RealClock)))
+// ClockSet provides clock.Real as the clock.Clock.
+var ClockSet = wire.NewSet(wire.Value(clock.Real{}), wire.Bind(new(clock.Clock), new(clock.Real)))
 
-// TCPDetectorSet provides the built-in latency.TCPDetector as the
-// latency.ServiceDetector.
-var TCPDetectorSet = wire.NewSet(wire.Value(latency.TCPDetector{}), wire.Bind(new(latency.ServiceDetector), new(latency.TCPDetector)))
+// TCPDetectorSet provides the built-in probe.TCPDetector as the
+// probe.ServiceDetector.
+var TCPDetectorSet = wire.NewSet(wire.Value(probe.TCPDetector{}), wire.Bind(new(probe.ServiceDetector), new(probe.TCPDetector)))
 
 // DefaultObservabilitySet provides the zero Observability: records to
 // slog.Default(), no Prometheus metrics, no extra observers.
@@ -76,8 +78,8 @@ func ProducerConfig(cfg config.Config) producer.Config { return cfg.Producer }
 // (rate-limited by cfg.LogInterval on clock), prom.Metrics registered with
 // o.Registerer when set, o's own observers, and a stage counter when
 // cfg.CountStages. The cleanup unregisters the metrics.
-func ProvideObservers(cfg config.Config, o Observability, clock latency.Clock) (Observers, func(), error) {
-	obs, cleanup, err := setup.New(cfg, setup.Observability(o), clock)
+func ProvideObservers(cfg config.Config, o Observability, clk clock.Clock) (Observers, func(), error) {
+	obs, cleanup, err := setup.New(cfg, setup.Observability(o), clk)
 	switch {
 	case errors.Is(err, setup.ErrDuplicateMetrics):
 		return Observers{}, nil, fmt.Errorf("wire: Observability.Name: %w", err)
@@ -91,8 +93,8 @@ func ProvideObservers(cfg config.Config, o Observability, clock latency.Clock) (
 // (either may be nil: no resolver, no detector) and obs, points the metrics
 // at it, and starts its detector loop. The cleanup closes it: it stops the
 // detector and waits for the loop and every probe.
-func ProvideStrategy(cfg latency.Config, clock latency.Clock, res latency.Resolver, det latency.ServiceDetector, obs Observers) (*latency.Strategy, func(), error) {
-	opts := []latency.Option{latency.WithClock(clock)}
+func ProvideStrategy(cfg latency.Config, clk clock.Clock, res probe.Resolver, det probe.ServiceDetector, obs Observers) (*latency.Strategy, func(), error) {
+	opts := []latency.Option{latency.WithClock(clk)}
 	if res != nil {
 		opts = append(opts, latency.WithResolver(res))
 	}
@@ -115,8 +117,8 @@ func ProvideStrategy(cfg latency.Config, clock latency.Clock, res latency.Resolv
 // clock, with obs. It starts the route refresher; the cleanup closes the
 // producer, waiting for its async sends in flight. The strategy outlives it:
 // Wire runs cleanups in reverse order, so the producer closes first.
-func ProvideProducer(cfg producer.Config, transport producer.Transport, routes producer.RouteSource, strat *latency.Strategy, clock latency.Clock, obs Observers) (*producer.Producer, func(), error) {
-	opts := append([]producer.Option{producer.WithClock(clock)}, setup.Observers(obs).ProducerOptions()...)
+func ProvideProducer(cfg producer.Config, transport producer.Transport, routes producer.RouteSource, strat *latency.Strategy, clk clock.Clock, obs Observers) (*producer.Producer, func(), error) {
+	opts := append([]producer.Option{producer.WithClock(clk)}, setup.Observers(obs).ProducerOptions()...)
 	p, err := producer.New(transport, routes, strat, cfg, opts...)
 	if err != nil {
 		return nil, nil, err

@@ -7,8 +7,10 @@
 package wire
 
 import (
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -17,18 +19,18 @@ import (
 // NewStrategy builds a strategy from cfg with the resolver and detector given,
 // logging to slog.Default(), and starts its detector. The cleanup stops the
 // detector and waits for it.
-func NewStrategy(cfg config.Config, res latency.Resolver, det latency.ServiceDetector) (*latency.Strategy, func(), error) {
+func NewStrategy(cfg config.Config, res probe.Resolver, det probe.ServiceDetector) (*latency.Strategy, func(), error) {
 	latencyConfig, err := StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	observability := _wireObservabilityValue
-	observers, cleanup, err := ProvideObservers(cfg, observability, realClock)
+	observers, cleanup, err := ProvideObservers(cfg, observability, clockReal)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy, cleanup2, err := ProvideStrategy(latencyConfig, realClock, res, det, observers)
+	strategy, cleanup2, err := ProvideStrategy(latencyConfig, clockReal, res, det, observers)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -40,31 +42,31 @@ func NewStrategy(cfg config.Config, res latency.Resolver, det latency.ServiceDet
 }
 
 var (
-	_wireRealClockValue     = latency.RealClock{}
+	_wireRealValue          = clock.Real{}
 	_wireObservabilityValue = Observability{}
 )
 
 // NewProducer builds a producer over transport and routes, with a strategy
 // from cfg using the resolver and detector given, logging to slog.Default().
 // The cleanup closes the producer, then the strategy.
-func NewProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, det latency.ServiceDetector) (*producer.Producer, func(), error) {
+func NewProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res probe.Resolver, det probe.ServiceDetector) (*producer.Producer, func(), error) {
 	producerConfig := ProducerConfig(cfg)
 	latencyConfig, err := StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	observability := _wireObservabilityValue
-	observers, cleanup, err := ProvideObservers(cfg, observability, realClock)
+	observers, cleanup, err := ProvideObservers(cfg, observability, clockReal)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy, cleanup2, err := ProvideStrategy(latencyConfig, realClock, res, det, observers)
+	strategy, cleanup2, err := ProvideStrategy(latencyConfig, clockReal, res, det, observers)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, realClock, observers)
+	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, clockReal, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -79,23 +81,23 @@ func NewProducer(cfg config.Config, transport producer.Transport, routes produce
 
 // NewObservedProducer is NewProducer with obs: its logger, its Prometheus
 // registerer (the metrics are unregistered by the cleanup) and its observers.
-func NewObservedProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, det latency.ServiceDetector, obs Observability) (*producer.Producer, func(), error) {
+func NewObservedProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res probe.Resolver, det probe.ServiceDetector, obs Observability) (*producer.Producer, func(), error) {
 	producerConfig := ProducerConfig(cfg)
 	latencyConfig, err := StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
-	observers, cleanup, err := ProvideObservers(cfg, obs, realClock)
+	clockReal := _wireRealValue
+	observers, cleanup, err := ProvideObservers(cfg, obs, clockReal)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy, cleanup2, err := ProvideStrategy(latencyConfig, realClock, res, det, observers)
+	strategy, cleanup2, err := ProvideStrategy(latencyConfig, clockReal, res, det, observers)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, realClock, observers)
+	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, clockReal, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -108,27 +110,27 @@ func NewObservedProducer(cfg config.Config, transport producer.Transport, routes
 	}, nil
 }
 
-// NewTCPProducer is NewObservedProducer with the built-in latency.TCPDetector:
+// NewTCPProducer is NewObservedProducer with the built-in probe.TCPDetector:
 // a broker is reachable when a TCP connection to its address (from res)
 // succeeds.
-func NewTCPProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, obs Observability) (*producer.Producer, func(), error) {
+func NewTCPProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res probe.Resolver, obs Observability) (*producer.Producer, func(), error) {
 	producerConfig := ProducerConfig(cfg)
 	latencyConfig, err := StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	tcpDetector := _wireTCPDetectorValue
-	observers, cleanup, err := ProvideObservers(cfg, obs, realClock)
+	observers, cleanup, err := ProvideObservers(cfg, obs, clockReal)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy, cleanup2, err := ProvideStrategy(latencyConfig, realClock, res, tcpDetector, observers)
+	strategy, cleanup2, err := ProvideStrategy(latencyConfig, clockReal, res, tcpDetector, observers)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, realClock, observers)
+	producerProducer, cleanup3, err := ProvideProducer(producerConfig, transport, routes, strategy, clockReal, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -142,5 +144,5 @@ func NewTCPProducer(cfg config.Config, transport producer.Transport, routes prod
 }
 
 var (
-	_wireTCPDetectorValue = latency.TCPDetector{}
+	_wireTCPDetectorValue = probe.TCPDetector{}
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/mqfault/mqfault/mocks"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 	mqwire "github.com/mqfault/mqfault/wire"
@@ -287,7 +288,7 @@ func TestNewTCPProducer(t *testing.T) {
 	closed.Close()
 
 	ctrl := gomock.NewController(t)
-	res := latency.StaticResolver{"up": ln.Addr().String(), "down": deadAddr}
+	res := probe.StaticResolver{"up": ln.Addr().String(), "down": deadAddr}
 	cfg := config.DefaultConfig()
 	cfg.Strategy.Detector = false // no background rounds: the test runs one
 	p, cleanup, err := mqwire.NewTCPProducer(cfg, mocks.NewMockTransport(ctrl), mocks.NewMockRouteSource(ctrl), res, mqwire.Observability{})

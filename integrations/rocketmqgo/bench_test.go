@@ -7,7 +7,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // benchClient answers every send at once, after asking sel for a queue as
@@ -49,7 +49,7 @@ func BenchmarkSendSync(b *testing.B) {
 		c := &benchClient{mqs: mqs}
 		o := defaultOptions()
 		o.log = quietLog
-		o.clock = latency.RealClock{}
+		o.clock = clock.Real{}
 		p, err := newProducer(c, o)
 		if err != nil {
 			b.Fatal(err)

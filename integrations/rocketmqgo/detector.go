@@ -12,10 +12,10 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
-// addressBook is the strategy's latency.Resolver: broker addresses learnt
+// addressBook is the strategy's probe.Resolver: broker addresses learnt
 // from the client's send context. The client fills primitive.ProducerCtx
 // (broker name and address of the attempt's queue) on synchronous sends when
 // an interceptor is installed; the wrapper installs one (intercept) and sends
@@ -45,13 +45,13 @@ type addressBook struct {
 	shared      atomic.Bool // some address is shared by several brokers
 }
 
-var _ latency.Resolver = (*addressBook)(nil)
+var _ probe.Resolver = (*addressBook)(nil)
 
 func newAddressBook(routes *clientRoutes, log *slog.Logger) *addressBook {
 	return &addressBook{routes: routes, log: log, addrs: make(map[string]string), byAddr: make(map[string]map[string]struct{})}
 }
 
-// Resolve implements latency.Resolver.
+// Resolve implements probe.Resolver.
 func (a *addressBook) Resolve(broker string) (string, bool) {
 	if !a.routes.hasBroker(broker) {
 		return "", false
@@ -133,28 +133,28 @@ type queueDetector interface {
 }
 
 // guardedDetector probes learnt addresses with the configured
-// latency.ServiceDetector. It answers as inconclusive, so the probe changes
+// probe.ServiceDetector. It answers as inconclusive, so the probe changes
 // nothing, a broker with no address yet (endpoint "") and an address
 // several brokers share (a 5.x proxy: reaching it says nothing about one
 // broker behind it). A detector that takes a queue (RemotingDetector) is
 // asked about queue 0 of a topic the client routes to the broker at the
 // address (its own default topic while none is learnt).
 type guardedDetector struct {
-	d     latency.ServiceDetector
+	d     probe.ServiceDetector
 	addrs *addressBook
 }
 
-var _ latency.ServiceDetector = guardedDetector{}
+var _ probe.ServiceDetector = guardedDetector{}
 
-// Detect implements latency.ServiceDetector.
+// Detect implements probe.ServiceDetector.
 func (g guardedDetector) Detect(ctx context.Context, endpoint string) error {
 	if endpoint == "" {
-		return fmt.Errorf("%w: no address learnt for the broker yet", latency.ErrProbeInconclusive)
+		return fmt.Errorf("%w: no address learnt for the broker yet", probe.ErrInconclusive)
 	}
 	brokers := g.addrs.brokersAt(endpoint)
 	if len(brokers) > 1 {
 		return fmt.Errorf("%w: brokers %s share the address %s (a proxy): a probe cannot tell them apart",
-			latency.ErrProbeInconclusive, strings.Join(brokers, ", "), endpoint)
+			probe.ErrInconclusive, strings.Join(brokers, ", "), endpoint)
 	}
 	if qd, ok := g.d.(queueDetector); ok && len(brokers) == 1 {
 		return qd.DetectQueue(ctx, endpoint, ProbeQueue{Topic: g.addrs.routes.topicOf(brokers[0])})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // TestAddressBook checks that the interceptor learns addresses from the
@@ -57,12 +57,12 @@ func TestAddressBook(t *testing.T) {
 // and counts as inconclusive.
 func TestGuardedDetector(t *testing.T) {
 	var probed atomic.Value
-	d := guardedDetector{d: latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
+	d := guardedDetector{d: probe.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
 		probed.Store(endpoint)
 		return nil
 	}), addrs: newAddressBook(&clientRoutes{}, slog.New(slog.DiscardHandler))}
-	if err := d.Detect(context.Background(), ""); !errors.Is(err, latency.ErrProbeInconclusive) {
-		t.Errorf("Detect(\"\") = %v, want ErrProbeInconclusive", err)
+	if err := d.Detect(context.Background(), ""); !errors.Is(err, probe.ErrInconclusive) {
+		t.Errorf("Detect(\"\") = %v, want probe.ErrInconclusive", err)
 	}
 	if v := probed.Load(); v != nil {
 		t.Errorf("probed %v for a broker without an address", v)
@@ -79,7 +79,7 @@ func TestDetectorRound(t *testing.T) {
 	var mu sync.Mutex // guards probes
 	var probes []string
 	fake := &fakeClient{mqs: queues(topic, 1, "broker-a", "broker-b")}
-	p := newTestProducer(t, fake, WithServiceDetector(latency.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
+	p := newTestProducer(t, fake, WithServiceDetector(probe.ServiceDetectorFunc(func(_ context.Context, endpoint string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		probes = append(probes, endpoint)
@@ -198,7 +198,7 @@ func TestSharedAddress(t *testing.T) {
 	routes.learn(topic, queues(topic, 2, "broker-a", "broker-b"))
 	book := newAddressBook(routes, slog.New(slog.NewTextHandler(&logs, nil)))
 	probed := 0
-	d := guardedDetector{d: latency.ServiceDetectorFunc(func(context.Context, string) error { probed++; return nil }), addrs: book}
+	d := guardedDetector{d: probe.ServiceDetectorFunc(func(context.Context, string) error { probed++; return nil }), addrs: book}
 	book.learn("broker-a", "127.0.0.1:8081")
 	if book.shared.Load() {
 		t.Fatal("shared after one broker")
@@ -216,7 +216,7 @@ func TestSharedAddress(t *testing.T) {
 		t.Errorf("log = %q, want the address and the brokers", logs.String())
 	}
 	err := d.Detect(context.Background(), "127.0.0.1:8081")
-	if !errors.Is(err, latency.ErrProbeInconclusive) || !strings.Contains(err.Error(), "broker-a, broker-b") || probed != 0 {
+	if !errors.Is(err, probe.ErrInconclusive) || !strings.Contains(err.Error(), "broker-a, broker-b") || probed != 0 {
 		t.Errorf("Detect(shared) = %v (probed %d), want inconclusive naming the brokers, no probe", err, probed)
 	}
 	book.learn("broker-b", "127.0.0.1:9")

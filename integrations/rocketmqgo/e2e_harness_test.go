@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -58,7 +59,7 @@ func (r fixedStart) Int32n(n int32) int32 { return ((r.v % n) + n) % n }
 // one manual clock.
 type cluster struct {
 	t       *testing.T
-	clock   *latency.ManualClock
+	clock   *clock.Manual
 	ns      *remotingtest.NameServer
 	brokers map[string]*remotingtest.Broker
 	p       *rocketmqgo.Producer
@@ -95,7 +96,7 @@ func newCluster(t *testing.T, names []string, clientOpts []producer.Option, opts
 // newProducer).
 func newServers(t *testing.T, names []string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, clock: latency.NewManualClock(start), brokers: map[string]*remotingtest.Broker{}}
+	c := &cluster{t: t, clock: clock.NewManual(start), brokers: map[string]*remotingtest.Broker{}}
 	sopts := []remotingtest.Option{quiet, remotingtest.WithClock(c.clock)}
 	ns, err := remotingtest.NewNameServer(sopts...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -73,7 +74,7 @@ func TestE2EHungBroker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := (latency.TCPDetector{}).Detect(ctx, b.Addr()); err != nil {
+	if err := (probe.TCPDetector{}).Detect(ctx, b.Addr()); err != nil {
 		t.Fatalf("TCPDetector on the hung broker = %v, want nil (its kernel still accepts): the case this test is about", err)
 	}
 	attempt := mqproducer.DefaultConfig().MaxTimeoutPerRequest

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo"
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // TestE2EBehindProxy routes two brokers to one address, as a 5.x proxy's
@@ -19,8 +19,8 @@ import (
 // (a probe of the proxy says nothing about one broker): a round over the
 // isolated brokers is inconclusive and reads no GET_MAX_OFFSET.
 func TestE2EBehindProxy(t *testing.T) {
-	clock := latency.NewManualClock(start)
-	sopts := []remotingtest.Option{quiet, remotingtest.WithClock(clock)}
+	clk := clock.NewManual(start)
+	sopts := []remotingtest.Option{quiet, remotingtest.WithClock(clk)}
 	ns, err := remotingtest.NewNameServer(sopts...)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestE2EBehindProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	c := &cluster{t: t, clock: clock, ns: ns, brokers: map[string]*remotingtest.Broker{"proxy": proxy}}
+	c := &cluster{t: t, clock: clk, ns: ns, brokers: map[string]*remotingtest.Broker{"proxy": proxy}}
 	c.p = c.newProducer(nil, rocketmqgo.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	msgs := c.sendN(16)
 	brokers := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/mocks"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // epoch is where the tests' manual clocks start.
@@ -128,7 +128,7 @@ func ok(q *primitive.MessageQueue, msg *primitive.Message) *primitive.SendResult
 type testProducer struct {
 	*Producer
 	fake  *fakeClient
-	clock *latency.ManualClock
+	clock *clock.Manual
 }
 
 // newTestProducer starts a Producer over a mocked client whose sends the
@@ -138,9 +138,9 @@ func newTestProducer(t *testing.T, fake *fakeClient, opts ...Option) testProduce
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	client := mocks.NewMockClient(ctrl)
-	clock := latency.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	o := defaultOptions()
-	o.clock = clock
+	o.clock = clk
 	o.strategy.Detector = false
 	o.log = quietLog
 	for _, opt := range opts {
@@ -163,5 +163,5 @@ func newTestProducer(t *testing.T, fake *fakeClient, opts ...Option) testProduce
 			t.Errorf("Shutdown() error = %v", err)
 		}
 	})
-	return testProducer{Producer: p, fake: fake, clock: clock}
+	return testProducer{Producer: p, fake: fake, clock: clk}
 }

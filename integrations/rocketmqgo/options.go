@@ -8,9 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe/setup"
+	"github.com/mqfault/mqfault/pkg/probe"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -26,8 +28,8 @@ type options struct {
 	config      *config.Config // WithConfig's, as given; nil without it
 	strategySet bool           // WithStrategyConfig was given
 	sendSet     bool           // WithSendConfig was given
-	clock       latency.Clock
-	detector    latency.ServiceDetector
+	clock       clock.Clock
+	detector    probe.ServiceDetector
 	log         *slog.Logger
 	registerer  prometheus.Registerer
 	name        string // the producer label of the metrics
@@ -48,7 +50,7 @@ func defaultOptions() options {
 		send:        cfg.Producer,
 		logInterval: cfg.LogInterval,
 		countStages: cfg.CountStages,
-		clock:       latency.RealClock{},
+		clock:       clock.Real{},
 		detector:    &RemotingDetector{},
 		log:         slog.Default(),
 	}
@@ -127,10 +129,10 @@ func WithSendConfig(c mqproducer.Config) Option {
 }
 
 // WithClock sets the clock of send budgets, attempt deadlines, isolations
-// and detector rounds (default latency.RealClock); tests give a
-// latency.ManualClock. The client's own timers (its 3 s cap per call,
+// and detector rounds (default clock.Real); tests give a
+// clock.Manual. The client's own timers (its 3 s cap per call,
 // heartbeats, route refreshes) stay on the wall clock.
-func WithClock(c latency.Clock) Option {
+func WithClock(c clock.Clock) Option {
 	return func(o *options) {
 		if c != nil {
 			o.clock = c
@@ -140,11 +142,11 @@ func WithClock(c latency.Clock) Option {
 
 // WithServiceDetector sets what the strategy's detector probes learnt broker
 // addresses with (default a *RemotingDetector: a GET_MAX_OFFSET request
-// that the broker must answer; latency.TCPDetector{} is the connect-only
+// that the broker must answer; probe.TCPDetector{} is the connect-only
 // check). A broker with no address learnt yet is never probed, and neither
 // is an address several brokers share (a 5.x proxy): both probes are
 // inconclusive.
-func WithServiceDetector(d latency.ServiceDetector) Option {
+func WithServiceDetector(d probe.ServiceDetector) Option {
 	return func(o *options) {
 		if d != nil {
 			o.detector = d

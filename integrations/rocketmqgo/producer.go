@@ -14,6 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe/setup"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
@@ -52,7 +53,7 @@ type Producer struct {
 	strat    *latency.Strategy
 	cfg      mqproducer.Config
 	prodOpts []mqproducer.Option
-	clock    latency.Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	obs      setup.Observers // the logger's records, the metrics, WithObservers'
 	// unregister unregisters the metrics: once, when Shutdown is done or
@@ -386,7 +387,7 @@ func (p *Producer) goDirect(ctx context.Context, msg *primitive.Message, mode sl
 // budget, and maps its error as an attempt's.
 func (p *Producer) sendDirect(ctx context.Context, msg *primitive.Message, mode slotMode, kind mqproducer.Kind) (*primitive.SendResult, error) {
 	start := p.clock.Now()
-	sctx, cancel := latency.WithClockTimeout(ctx, p.clock, p.cfg.Timeout)
+	sctx, cancel := clock.WithTimeout(ctx, p.clock, p.cfg.Timeout)
 	defer cancel()
 	sl := &slot{mode: mode, topic: msg.Topic}
 	res, err := p.call(sctx, msg, sl, kind)

@@ -2,7 +2,7 @@ package rocketmqgo
 
 import "github.com/mqfault/mqfault/integrations/rocketmqgo/internal/brokerprobe"
 
-// RemotingDetector is the default latency.ServiceDetector of the
+// RemotingDetector is the default probe.ServiceDetector of the
 // integration, and what the rocketmq-detector plugin serves: it asks a
 // broker one question over its remoting protocol, as the reference's 5.x
 // producer detector does, instead of only connecting (a stopped broker's
@@ -16,7 +16,7 @@ import "github.com/mqfault/mqfault/integrations/rocketmqgo/internal/brokerprobe"
 // A refused dial, a closed connection, a passed deadline, a non-SUCCESS
 // answer (*AnswerError) or bytes that are no well-formed answer
 // (ErrMalformedAnswer, saying what was wrong) are unreachable
-// (*latency.ProbeError); a cancelled ctx is inconclusive. The broker answers
+// (*probe.Error); a cancelled ctx is inconclusive. The broker answers
 // GET_MAX_OFFSET without side effects and for any topic name, so the zero
 // value (topic DefaultProbeTopic, queue 0) works on any broker; inside a
 // Producer the probe names queue 0 of a topic the client routes to that

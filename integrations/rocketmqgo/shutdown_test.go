@@ -12,7 +12,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/mocks"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // TestShutdownWaitsForAsyncSends checks the shutdown order: an async send
@@ -26,7 +26,7 @@ func TestShutdownWaitsForAsyncSends(t *testing.T) {
 	ctrl := gomock.NewController(t)
 	client := mocks.NewMockClient(ctrl)
 	o := defaultOptions()
-	o.clock = latency.NewManualClock(epoch)
+	o.clock = clock.NewManual(epoch)
 	o.log = quietLog
 	p, err := newProducer(client, o)
 	if err != nil {

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -214,7 +216,7 @@ type machine struct {
 	out   *bufio.Writer
 	mode  latency.Mode
 	spec  latency.ModeInfo // what the mode has
-	clock *latency.ManualClock
+	clock *clock.Manual
 	rand  *queuedRandom
 	strat *latency.Strategy
 	info  *route.PublishInfo
@@ -245,21 +247,21 @@ func newMachine(w *bufio.Writer, mode latency.Mode) (*machine, error) {
 		out:     w,
 		mode:    spec.Mode,
 		spec:    spec,
-		clock:   latency.NewManualClock(time.UnixMilli(StartMillis)),
+		clock:   clock.NewManual(time.UnixMilli(StartMillis)),
 		rand:    &queuedRandom{},
 		resolve: map[string]string{},
 		probes:  map[string]bool{},
 	}
 	cfg := latency.Reference5()
 	cfg.Mode = spec.Mode
-	resolver := latency.ResolverFunc(func(b string) (string, bool) {
+	resolver := probe.ResolverFunc(func(b string) (string, bool) {
 		a, set := m.resolve[b]
 		if !set {
 			return "addr-" + b, true
 		}
 		return a, a != ""
 	})
-	detector := latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+	detector := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 		if m.probes[addr] {
 			return nil
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -23,7 +25,7 @@ func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change .
 	for _, f := range change {
 		f(&cfg)
 	}
-	s, err := NewStrategy(cfg, WithClock(NewManualClock(time.UnixMilli(1000000))))
+	s, err := NewStrategy(cfg, WithClock(clock.NewManual(time.UnixMilli(1000000))))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change .
 		for i := range n {
 			s.table.see(s.table.now())
 			s.policies.capacity.pushBack(&s.table.lookup(fmt.Sprintf("broker-%04d", i)).cap, s.table.units(s.table.now()))
-			s.clock.(*ManualClock).Advance(time.Duration(i) * time.Millisecond)
+			s.clock.(*clock.Manual).Advance(time.Duration(i) * time.Millisecond)
 		}
 	}
 	s.Select(info, PickInfo{}) // build the binding outside the timed loop
@@ -244,13 +246,13 @@ func BenchmarkDetectRound(b *testing.B) {
 		cfg.Detector = true
 		cfg.DetectParallel = 256
 		cfg.DetectTimeout = 200 * time.Millisecond
-		clock := RealClock{}
-		hang := ServiceDetectorFunc(func(ctx context.Context, _ string) error {
+		clk := clock.Real{}
+		hang := probe.ServiceDetectorFunc(func(ctx context.Context, _ string) error {
 			<-ctx.Done()
 			return ctx.Err()
 		})
-		resolver := ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
-		s, err := NewStrategy(cfg, WithClock(clock), WithResolver(resolver), WithServiceDetector(hang))
+		resolver := probe.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
+		s, err := NewStrategy(cfg, WithClock(clk), WithResolver(resolver), WithServiceDetector(hang))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -279,7 +281,7 @@ func BenchmarkDetectRound(b *testing.B) {
 func BenchmarkExpiry(b *testing.B) {
 	b.Run("real", func(b *testing.B) {
 		recovered := make(chan RecoveryEvent, 1)
-		t := NewFaultTable(ModeV5, RealClock{})
+		t := NewFaultTable(ModeV5, clock.Real{})
 		t.obs = recoveryObserver(recovered)
 		var total, worst time.Duration
 		n := 0

@@ -11,7 +11,9 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -21,7 +23,7 @@ import (
 // called (the loop is not started).
 type presetRig struct {
 	s     *latency.Strategy
-	clock *latency.ManualClock
+	clock *clock.Manual
 	info  *route.PublishInfo
 	names []string
 }
@@ -32,13 +34,13 @@ func newPresetRig(t *testing.T, brokers, queues int, change ...func(*latency.Con
 	for _, f := range change {
 		f(&cfg)
 	}
-	clock := latency.NewManualClock(time.Unix(1000, 0))
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(mocks.NewMockResolver(gomock.NewController(t))))
+	clk := clock.NewManual(time.Unix(1000, 0))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(mocks.NewMockResolver(gomock.NewController(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	r := &presetRig{s: s, clock: clock}
+	r := &presetRig{s: s, clock: clk}
 	var qs []route.MessageQueue
 	for i := range brokers {
 		name := fmt.Sprintf("b%d", i)
@@ -328,7 +330,7 @@ func TestCapacityThrottledLatencyNotLatency(t *testing.T) {
 func TestCapacityReferenceUnchanged(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(1000, 0))))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.Unix(1000, 0))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,10 +381,10 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := latency.DefaultConfig()
-			clock := latency.NewManualClock(time.Unix(1000, 0))
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock),
-				latency.WithResolver(latency.StaticResolver{"a": "a:1", "b": "b:1"}),
-				latency.WithServiceDetector(latency.ServiceDetectorFunc(func(context.Context, string) error { return errors.New("probe timed out") })))
+			clk := clock.NewManual(time.Unix(1000, 0))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk),
+				latency.WithResolver(probe.StaticResolver{"a": "a:1", "b": "b:1"}),
+				latency.WithServiceDetector(probe.ServiceDetectorFunc(func(context.Context, string) error { return errors.New("probe timed out") })))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +400,7 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 				}
 			}
 			p.Done(tt.answer)
-			clock.Advance(tt.idle)
+			clk.Advance(tt.idle)
 			if _, err := s.DetectRound(t.Context()); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -45,11 +46,11 @@ func (o *closeObserver) OnRecover(ev latency.RecoveryEvent) {
 
 func (o *closeObserver) OnProbe(latency.ProbeEvent) { o.seen("OnProbe") }
 
-func newCloseStrategy(t *testing.T, clock latency.Clock, obs latency.Observer) *latency.Strategy {
+func newCloseStrategy(t *testing.T, clk clock.Clock, obs latency.Observer) *latency.Strategy {
 	t.Helper()
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(obs))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func newCloseStrategy(t *testing.T, clock latency.Clock, obs latency.Observer) *
 // after it. The fault table itself keeps working (Close stops only the
 // background loop): the isolations still end on time.
 func TestCloseSilencesObservers(t *testing.T) {
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	obs := &closeObserver{}
-	s := newCloseStrategy(t, clock, obs)
+	s := newCloseStrategy(t, clk, obs)
 	s.Update("a", 5*time.Millisecond, true, false)   // failure: isolated 10 s
 	s.Update("b", 600*time.Millisecond, false, true) // latency: isolated 2 s
 	s.Table().Update("c", time.Millisecond, time.Second, true)
@@ -75,9 +76,9 @@ func TestCloseSilencesObservers(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs.closed.Store(true)
-	clock.Advance(time.Hour) // every pending expiry timer fires
+	clk.Advance(time.Hour) // every pending expiry timer fires
 	s.Update("d", 5*time.Millisecond, true, false)
-	clock.Advance(time.Hour)
+	clk.Advance(time.Hour)
 	if n := obs.late.Load(); n != 0 {
 		t.Errorf("the observer heard %d events after Close returned (the last %v), want none", n, obs.lastLateDescribing.Load())
 	}
@@ -93,14 +94,14 @@ func TestCloseSilencesObservers(t *testing.T) {
 // OnRecover blocks; Close waits for it, and returns once it returns; so does
 // a second Close made meanwhile.
 func TestCloseWaitsForObserverCalls(t *testing.T) {
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	obs := &closeObserver{block: true, entered: make(chan struct{}), release: make(chan struct{})}
-	s := newCloseStrategy(t, clock, obs)
+	s := newCloseStrategy(t, clk, obs)
 	s.Update("a", 5*time.Millisecond, true, false)
 	advanced := make(chan struct{})
 	go func() {
 		defer close(advanced)
-		clock.Advance(time.Hour) // fires a's expiry: OnRecover blocks
+		clk.Advance(time.Hour) // fires a's expiry: OnRecover blocks
 	}()
 	select {
 	case <-obs.entered:
@@ -141,7 +142,7 @@ func TestCloseWaitsForObserverCalls(t *testing.T) {
 func TestCloseWithRealTimers(t *testing.T) {
 	for round := range 200 {
 		obs := &closeObserver{}
-		s := newCloseStrategy(t, latency.RealClock{}, obs)
+		s := newCloseStrategy(t, clock.Real{}, obs)
 		for i := range 8 {
 			s.Table().Update(string(rune('a'+i)), time.Millisecond, time.Duration(i%3)*time.Millisecond, true)
 		}

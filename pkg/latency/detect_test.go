@@ -4,7 +4,9 @@ import (
 	"net"
 	"testing"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // listen starts a 127.0.0.1 listener that accepts and closes connections
@@ -51,10 +53,10 @@ func closedPort(t *testing.T) string {
 func TestTCPDetectorInStrategy(t *testing.T) {
 	open, closed := listen(t), closedPort(t)
 	cfg := latency.DefaultConfig()
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock),
-		latency.WithResolver(latency.StaticResolver{"up": open, "down": closed}),
-		latency.WithServiceDetector(latency.TCPDetector{}))
+	clk := clock.NewManual(t0)
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk),
+		latency.WithResolver(probe.StaticResolver{"up": open, "down": closed}),
+		latency.WithServiceDetector(probe.TCPDetector{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // Detector runs the reference's detector rounds (detectByOneRound) over a
@@ -36,9 +38,9 @@ import (
 // know of each other's probes.
 type Detector struct {
 	table    *FaultTable
-	resolver Resolver
-	service  ServiceDetector
-	clock    Clock
+	resolver probe.Resolver
+	service  probe.ServiceDetector
+	clock    clock.Clock
 	interval time.Duration
 	timeout  time.Duration
 	parallel int
@@ -59,13 +61,13 @@ type Detector struct {
 // DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
 // Timeout are required; the rest have defaults.
 type DetectorConfig struct {
-	Table    *FaultTable     // the items to check (mode v5: mode v4 has no detector)
-	Resolver Resolver        // broker name to address; a broker it does not know is dropped
-	Service  ServiceDetector // the probe; nil means no probes (stamps and drops only)
-	Clock    Clock           // nil means RealClock
-	Interval time.Duration   // how long a check stamp holds (Config.DetectInterval)
-	Timeout  time.Duration   // each probe's deadline (Config.DetectTimeout)
-	Parallel int             // probes at once; 0 means 1 (Config.DetectParallel)
+	Table    *FaultTable           // the items to check (mode v5: mode v4 has no detector)
+	Resolver probe.Resolver        // broker name to address; a broker it does not know is dropped
+	Service  probe.ServiceDetector // the probe; nil means no probes (stamps and drops only)
+	Clock    clock.Clock           // nil means clock.Real
+	Interval time.Duration         // how long a check stamp holds (Config.DetectInterval)
+	Timeout  time.Duration         // each probe's deadline (Config.DetectTimeout)
+	Parallel int                   // probes at once; 0 means 1 (Config.DetectParallel)
 	// ProbeFailures makes a failed probe mark the broker unreachable
 	// (Config.ProbeFailures).
 	ProbeFailures bool
@@ -108,7 +110,7 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 		return nil, err
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -138,7 +140,7 @@ type RoundReport struct {
 	Unreachable  int // probes that failed (including timeouts)
 	Inconclusive int // probes that told nothing (including cancelled ones)
 	TimedOut     int // probes whose detector said the endpoint did not answer in time (also in Unreachable)
-	NoAnswer     int // probes whose detector itself did not answer in time (ErrNoAnswer; also in Inconclusive)
+	NoAnswer     int // probes whose detector itself did not answer in time (probe.ErrNoAnswer; also in Inconclusive)
 	Awaited      int // not due because another round was probing them: waited for until their verdict
 }
 
@@ -304,12 +306,12 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 	c.probed.Add(1)
 	start := d.clock.Elapsed()
 	d.calls.Add(1)
-	err := ask(ctx, d.clock, addr, d.timeout, func(pctx context.Context) error {
+	err := probe.Within(ctx, d.clock, probe.ServiceDetectorFunc(func(pctx context.Context, addr string) error {
 		defer d.calls.Done()
 		return d.detect(pctx, addr)
-	})
-	timedOut := errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrProbeInconclusive)
-	if errors.Is(err, ErrNoAnswer) {
+	}), addr, d.timeout)
+	timedOut := errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, probe.ErrInconclusive)
+	if errors.Is(err, probe.ErrNoAnswer) {
 		c.noAnswer.Add(1)
 	}
 	ev := ProbeEvent{Broker: sl.name, Addr: addr, Err: err, Elapsed: d.clock.Elapsed() - start}
@@ -322,7 +324,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		if d.recoveredAfter > 0 {
 			sl.probeAnswered(d.table.now(), d.recoveredAfter)
 		}
-	case errors.Is(err, ErrProbeInconclusive):
+	case errors.Is(err, probe.ErrInconclusive):
 		c.inconclusive.Add(1)
 	default:
 		c.unreachable.Add(1)
@@ -347,7 +349,7 @@ func (d *Detector) detect(ctx context.Context, addr string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.log.Error("latency: service detector panicked", "addr", addr, "panic", r)
-			err = fmt.Errorf("%w: detector panicked: %v", ErrProbeInconclusive, r)
+			err = fmt.Errorf("%w: detector panicked: %v", probe.ErrInconclusive, r)
 		}
 	}()
 	return d.service.Detect(ctx, addr)

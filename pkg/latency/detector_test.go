@@ -16,7 +16,9 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -25,7 +27,7 @@ var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // service detector and observer.
 type detectorRig struct {
 	s        *latency.Strategy
-	clock    *latency.ManualClock
+	clock    *clock.Manual
 	resolver *mocks.MockResolver
 	service  *mocks.MockServiceDetector
 	obs      *mocks.MockObserver
@@ -34,7 +36,7 @@ type detectorRig struct {
 func newDetectorRig(t *testing.T, ctrl *gomock.Controller, withService bool, change func(*latency.Config)) *detectorRig {
 	t.Helper()
 	r := &detectorRig{
-		clock:    latency.NewManualClock(t0),
+		clock:    clock.NewManual(t0),
 		resolver: mocks.NewMockResolver(ctrl),
 		service:  mocks.NewMockServiceDetector(ctrl),
 		obs:      mocks.NewMockObserver(ctrl),
@@ -186,8 +188,8 @@ func TestDetectRound(t *testing.T) {
 			name: "inconclusive leaves it", withService: true,
 			expect: func(r *detectorRig) {
 				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
-				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(fmt.Errorf("%w: plugin exited", latency.ErrProbeInconclusive))
-				r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+				r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(fmt.Errorf("%w: plugin exited", probe.ErrInconclusive))
+				r.obs.EXPECT().OnProbe(probeEvent("b", probe.ErrInconclusive, false))
 			},
 			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1}}},
 			wantItem: true,
@@ -197,7 +199,7 @@ func TestDetectRound(t *testing.T) {
 			expect: func(r *detectorRig) {
 				r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
 				r.service.EXPECT().Detect(gomock.Any(), "addr-b").DoAndReturn(func(context.Context, string) error { panic("boom") })
-				r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+				r.obs.EXPECT().OnProbe(probeEvent("b", probe.ErrInconclusive, false))
 			},
 			steps:    []step{{0, latency.RoundReport{Due: 1, Probed: 1, Inconclusive: 1}}},
 			wantItem: true,
@@ -276,7 +278,7 @@ func TestDetectRoundMixed(t *testing.T) {
 		r.resolver.EXPECT().Resolve("c").Return("addr-c", true),
 		r.service.EXPECT().Detect(gomock.Any(), "addr-c").Return(errRefused),
 		r.resolver.EXPECT().Resolve("d").Return("addr-d", true),
-		r.service.EXPECT().Detect(gomock.Any(), "addr-d").Return(latency.ErrProbeInconclusive),
+		r.service.EXPECT().Detect(gomock.Any(), "addr-d").Return(probe.ErrInconclusive),
 	)
 	want := latency.RoundReport{Due: 4, Removed: 1, Probed: 3, Reachable: 1, Unreachable: 1, Inconclusive: 1}
 	if got := r.round(t); got != want {
@@ -346,9 +348,9 @@ func TestDetectProbeHangsPastTimeout(t *testing.T) {
 		returned.Store(true)
 		return nil
 	})
-	grace := latency.ProbeGrace(200 * time.Millisecond)
+	grace := probe.Grace(200 * time.Millisecond)
 	r.obs.EXPECT().OnProbe(gomock.Cond(func(ev latency.ProbeEvent) bool {
-		return errors.Is(ev.Err, latency.ErrNoAnswer) && errors.Is(ev.Err, latency.ErrProbeInconclusive) &&
+		return errors.Is(ev.Err, probe.ErrNoAnswer) && errors.Is(ev.Err, probe.ErrInconclusive) &&
 			!ev.BecameUnreachable && ev.Elapsed == 200*time.Millisecond+grace
 	}))
 	reports := make(chan latency.RoundReport)
@@ -407,7 +409,7 @@ func TestDetectCloseDuringRound(t *testing.T) {
 		returned.Store(true)
 		return ctx.Err()
 	})
-	r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false)).MaxTimes(1)
+	r.obs.EXPECT().OnProbe(probeEvent("b", probe.ErrInconclusive, false)).MaxTimes(1)
 	if err := r.s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -505,15 +507,15 @@ func TestDetectorSwitchTicks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
 			ctrl := gomock.NewController(t)
-			clock := mocks.NewMockClock(ctrl)
+			clk := mocks.NewMockClock(ctrl)
 			ticker := mocks.NewMockTicker(ctrl)
 			resolver := mocks.NewMockResolver(ctrl)
 			ticks := make(chan time.Time)
 			var now atomic.Int64
 			now.Store(t0.UnixNano())
-			clock.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
-			clock.EXPECT().Elapsed().DoAndReturn(func() time.Duration { return time.Duration(now.Load() - t0.UnixNano()) }).AnyTimes()
-			clock.EXPECT().NewTicker(7 * time.Second).Return(ticker).Times(1)
+			clk.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
+			clk.EXPECT().Elapsed().DoAndReturn(func() time.Duration { return time.Duration(now.Load() - t0.UnixNano()) }).AnyTimes()
+			clk.EXPECT().NewTicker(7 * time.Second).Return(ticker).Times(1)
 			ticker.EXPECT().C().Return(ticks).AnyTimes()
 			ticker.EXPECT().Stop().Times(1)
 			resolved := make(chan struct{})
@@ -526,7 +528,7 @@ func TestDetectorSwitchTicks(t *testing.T) {
 			cfg.FaultTolerance = true
 			cfg.Detector = tt.on
 			cfg.DetectPeriod = 7 * time.Second
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(resolver))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -541,7 +543,7 @@ func TestDetectorSwitchTicks(t *testing.T) {
 				now.Add(int64(7 * time.Second))
 				ticks <- time.Unix(0, now.Load())
 				if tt.on {
-					<-resolved // the round read the clock before it resolved
+					<-resolved // the round read the clk before it resolved
 				}
 			}
 			// Taken only once the loop is done with the third tick; nothing
@@ -591,14 +593,14 @@ func TestDetectorLoopManualClock(t *testing.T) {
 func TestResolverAdapters(t *testing.T) {
 	tests := []struct {
 		name     string
-		resolver latency.Resolver
+		resolver probe.Resolver
 		broker   string
 		want     string
 		wantOK   bool
 	}{
-		{"static hit", latency.StaticResolver{"b": "10.0.0.1:10911"}, "b", "10.0.0.1:10911", true},
-		{"static miss", latency.StaticResolver{"b": "10.0.0.1:10911"}, "c", "", false},
-		{"func", latency.ResolverFunc(func(b string) (string, bool) { return b + ":1", b != "" }), "x", "x:1", true},
+		{"static hit", probe.StaticResolver{"b": "10.0.0.1:10911"}, "b", "10.0.0.1:10911", true},
+		{"static miss", probe.StaticResolver{"b": "10.0.0.1:10911"}, "c", "", false},
+		{"func", probe.ResolverFunc(func(b string) (string, bool) { return b + ":1", b != "" }), "x", "x:1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -660,7 +662,7 @@ func TestDetectRoundEndsUnderProbe(t *testing.T) {
 				<-ctx.Done()
 				return ctx.Err()
 			})
-			r.obs.EXPECT().OnProbe(probeEvent("b", latency.ErrProbeInconclusive, false))
+			r.obs.EXPECT().OnProbe(probeEvent("b", probe.ErrInconclusive, false))
 			ctx, cancel := context.WithCancelCause(context.Background())
 			reports := make(chan latency.RoundReport)
 			go func() {
@@ -695,15 +697,15 @@ func TestNewDetector(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Errorf("NewDetector error %v is no *ConfigError", err)
 	}
-	v4 := latency.NewFaultTable(latency.ModeV4, latency.RealClock{})
-	_, err = latency.NewDetector(latency.DetectorConfig{Table: v4, Resolver: latency.ResolverFunc(func(string) (string, bool) { return "", false }), Interval: time.Second, Timeout: time.Second})
+	v4 := latency.NewFaultTable(latency.ModeV4, clock.Real{})
+	_, err = latency.NewDetector(latency.DetectorConfig{Table: v4, Resolver: probe.ResolverFunc(func(string) (string, bool) { return "", false }), Interval: time.Second, Timeout: time.Second})
 	if !errors.Is(err, latency.ErrInvalidConfig) || !strings.Contains(err.Error(), "v4") {
 		t.Errorf("NewDetector(v4 table) error = %v, want a v4 ConfigError", err)
 	}
 
 	ctrl := gomock.NewController(t)
-	clock := latency.NewManualClock(t0)
-	table := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	table := latency.NewFaultTable(latency.ModeV5, clk)
 	table.Update("a", 5*time.Millisecond, time.Hour, false)
 	table.Update("gone", 5*time.Millisecond, time.Hour, false)
 	service := mocks.NewMockServiceDetector(ctrl)
@@ -712,11 +714,11 @@ func TestNewDetector(t *testing.T) {
 	obs.EXPECT().OnProbe(probeEvent("a", nil, true))
 	d, err := latency.NewDetector(latency.DetectorConfig{
 		Table: table,
-		Resolver: latency.ResolverFunc(func(b string) (string, bool) {
+		Resolver: probe.ResolverFunc(func(b string) (string, bool) {
 			return "addr-" + b, b == "a"
 		}),
 		Service:  service,
-		Clock:    clock,
+		Clock:    clk,
 		Interval: 2 * time.Second,
 		Timeout:  200 * time.Millisecond,
 		Observer: obs,

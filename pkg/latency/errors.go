@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/mqfault/mqfault/internal/configerr"
-	"github.com/mqfault/mqfault/pkg/probe"
 )
 
 // ErrInvalidConfig is what every configuration error matches with errors.Is.
@@ -26,9 +25,6 @@ type ConfigError = configerr.Error
 func invalid(field string, value any, reason string) *ConfigError {
 	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
-
-// ErrProbeInconclusive is probe.ErrInconclusive.
-var ErrProbeInconclusive = probe.ErrInconclusive
 
 // ErrNoDetector is returned by Strategy.DetectRound when the strategy has no
 // detector (no Resolver was given, or the fault table is not the built-in one).

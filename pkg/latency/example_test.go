@@ -7,7 +7,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -15,8 +17,8 @@ import (
 // attempt's outcome: a slow broker is isolated for a while and the picks go
 // around it.
 func ExampleStrategy_Select() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
-	s, err := latency.NewStrategy(latency.Reference5(), latency.WithClock(clock))
+	clk := clock.NewManual(time.UnixMilli(1000000))
+	s, err := latency.NewStrategy(latency.Reference5(), latency.WithClock(clk))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -40,7 +42,7 @@ func ExampleStrategy_Select() {
 	pick, _ = s.Select(info, latency.PickInfo{LastBroker: "a"})
 	fmt.Println(pick.Queue, pick.Stage)
 
-	clock.Advance(2 * time.Second) // b's isolation ends
+	clk.Advance(2 * time.Second) // b's isolation ends
 	info.Index().Store(0)
 	pick, _ = s.Select(info, latency.PickInfo{})
 	fmt.Println(pick.Queue, pick.Stage)
@@ -58,7 +60,7 @@ func ExampleStrategy_Select_filters() {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = []route.QueueFilter{route.QueueFilterFunc(func(q route.MessageQueue) bool { return zone[q.BrokerName] == "west" })}
-	s, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.UnixMilli(0))))
+	s, _ := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.UnixMilli(0))))
 	defer s.Close()
 	info, _ := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:1;b:1;c:1")})
 
@@ -88,8 +90,8 @@ func ExampleNewStrategy() {
 	_, err = latency.NewStrategy(cfg)
 	fmt.Println(err)
 
-	s, err := latency.NewStrategy(cfg, latency.WithResolver(latency.StaticResolver{"broker-a": "10.0.0.1:10911"}),
-		latency.WithServiceDetector(latency.TCPDetector{}))
+	s, err := latency.NewStrategy(cfg, latency.WithResolver(probe.StaticResolver{"broker-a": "10.0.0.1:10911"}),
+		latency.WithServiceDetector(probe.TCPDetector{}))
 	fmt.Println(err)
 	s.Close()
 	// Output:
@@ -114,13 +116,13 @@ func ExampleDefaultConfig() {
 // The fault table on its own: v5 only ever extends an isolation, and the
 // broker is available again exactly when it ends.
 func ExampleFaultTable() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(time.UnixMilli(1000000))
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 700*time.Millisecond, 5*time.Second, true)
 	ft.Update("b", 30*time.Millisecond, 0, true) // a fast success does not end it
 	fmt.Println(ft.IsAvailable("b"), ft.IsAvailable("unknown"))
 
-	clock.Advance(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	fmt.Println(ft.IsAvailable("b"))
 	for _, it := range ft.Items() {
 		fmt.Println(it.Broker, it.Latency, it.IsolatedUntil.UnixMilli(), it.Available)
@@ -134,7 +136,7 @@ func ExampleFaultTable() {
 // 4.x's least-bad broker: available first, then the lowest latency, in round
 // robin over the better half.
 func ExampleFaultTable_PickLeastBad() {
-	ft := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(time.UnixMilli(0)))
+	ft := latency.NewFaultTable(latency.ModeV4, clock.NewManual(time.UnixMilli(0)))
 	ft.Update("slow", 900*time.Millisecond, time.Minute, true)
 	ft.Update("slower", 2*time.Second, time.Minute, true)
 	ft.Update("slowest", 5*time.Second, time.Minute, true)
@@ -182,12 +184,12 @@ func ExampleTCPDetector() {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	fmt.Println(latency.TCPDetector{}.Detect(ctx, addr))
+	fmt.Println(probe.TCPDetector{}.Detect(ctx, addr))
 	ln.Close()
 
-	err = latency.TCPDetector{}.Detect(ctx, addr) // nothing listens any more
-	var pe *latency.ProbeError
-	fmt.Println(errors.As(err, &pe), errors.Is(err, latency.ErrProbeInconclusive))
+	err = probe.TCPDetector{}.Detect(ctx, addr) // nothing listens any more
+	var pe *probe.Error
+	fmt.Println(errors.As(err, &pe), errors.Is(err, probe.ErrInconclusive))
 	// Output:
 	// <nil>
 	// true false
@@ -196,16 +198,16 @@ func ExampleTCPDetector() {
 // A detector round probes the brokers whose check stamp has passed; a broker
 // that answers becomes reachable again, one that left the route is dropped.
 func ExampleStrategy_DetectRound() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
-	resolver := latency.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"}
-	up := latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+	clk := clock.NewManual(time.UnixMilli(1000000))
+	resolver := probe.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"}
+	up := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 		if addr == "10.0.0.1:10911" {
 			return nil
 		}
 		return errors.New("connection refused")
 	})
 	cfg := latency.DefaultConfig()
-	s, _ := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver), latency.WithServiceDetector(up))
+	s, _ := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(resolver), latency.WithServiceDetector(up))
 	defer s.Close()
 	for _, b := range []string{"a", "b", "gone"} {
 		s.Update(b, 0, true, false) // a transport error with the detector on: unreachable
@@ -224,20 +226,20 @@ func ExampleStrategy_DetectRound() {
 // Start runs a round every DetectPeriod of the strategy's clock; Close stops
 // the loop and waits for it.
 func ExampleStrategy_Start() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
+	clk := clock.NewManual(time.UnixMilli(1000000))
 	probed := make(chan string)
-	detector := latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+	detector := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 		probed <- addr
 		return nil
 	})
-	s, _ := latency.NewStrategy(latency.DefaultConfig(), latency.WithClock(clock),
-		latency.WithResolver(latency.StaticResolver{"a": "10.0.0.1:10911"}), latency.WithServiceDetector(detector))
+	s, _ := latency.NewStrategy(latency.DefaultConfig(), latency.WithClock(clk),
+		latency.WithResolver(probe.StaticResolver{"a": "10.0.0.1:10911"}), latency.WithServiceDetector(detector))
 	s.Update("a", 0, true, false)
 	if err := s.Start(); err != nil {
 		fmt.Println(err)
 		return
 	}
-	clock.Advance(3 * time.Second) // one period: one round
+	clk.Advance(3 * time.Second) // one period: one round
 	fmt.Println(<-probed)
 	s.Close()
 	fmt.Println(s.Start())
@@ -246,52 +248,25 @@ func ExampleStrategy_Start() {
 	// latency: strategy closed
 }
 
-// A manual clock moves only when told to, firing timers in deadline order.
-func ExampleManualClock() {
-	clock := latency.NewManualClock(time.UnixMilli(0))
-	clock.AfterFunc(2*time.Second, func() { fmt.Println("second timer at", clock.Now().UnixMilli()) })
-	clock.AfterFunc(time.Second, func() { fmt.Println("first timer at", clock.Now().UnixMilli()) })
-	clock.Advance(5 * time.Second)
-	fmt.Println("now", clock.Now().UnixMilli())
-	// Output:
-	// first timer at 1000
-	// second timer at 2000
-	// now 5000
-}
-
-// WithClockTimeout is a context whose deadline passes on the given clock.
-func ExampleWithClockTimeout() {
-	clock := latency.NewManualClock(time.UnixMilli(0))
-	ctx, cancel := latency.WithClockTimeout(context.Background(), clock, 200*time.Millisecond)
-	defer cancel()
-	fmt.Println(ctx.Err())
-	clock.Advance(200 * time.Millisecond)
-	<-ctx.Done()
-	fmt.Println(ctx.Err())
-	// Output:
-	// <nil>
-	// context deadline exceeded
-}
-
 // NewDetector runs the detector's rounds over a table of your own, on your
 // own schedule: here one round over a table where a and b are isolated and
 // unreachable and c is a broker no route knows any more.
 func ExampleNewDetector() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
-	table := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(time.UnixMilli(1000000))
+	table := latency.NewFaultTable(latency.ModeV5, clk)
 	for _, b := range []string{"a", "b", "c"} {
 		table.Update(b, 0, 30*time.Second, false)
 	}
 	d, err := latency.NewDetector(latency.DetectorConfig{
 		Table:    table,
-		Resolver: latency.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"},
-		Service: latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+		Resolver: probe.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"},
+		Service: probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 			if addr == "10.0.0.1:10911" {
 				return nil
 			}
 			return errors.New("connection refused")
 		}),
-		Clock:    clock,
+		Clock:    clk,
 		Interval: 2 * time.Second,
 		Timeout:  200 * time.Millisecond,
 	})
@@ -331,8 +306,8 @@ func ExampleNewStrategy_compose() {
 // composeAndSend is the README's snippet: sendTo stands for the user's send.
 func composeAndSend(queues []route.MessageQueue, sendTo func(route.MessageQueue) error) error {
 	strategy, err := latency.NewStrategy(latency.DefaultConfig(),
-		latency.WithResolver(latency.StaticResolver{"broker-a": "10.0.0.1:10911", "broker-b": "10.0.0.2:10911"}),
-		latency.WithServiceDetector(latency.TCPDetector{}), // probes isolated brokers
+		latency.WithResolver(probe.StaticResolver{"broker-a": "10.0.0.1:10911", "broker-b": "10.0.0.2:10911"}),
+		latency.WithServiceDetector(probe.TCPDetector{}), // probes isolated brokers
 	)
 	if err != nil {
 		return err
@@ -363,10 +338,10 @@ func composeAndSend(queues []route.MessageQueue, sendTo func(route.MessageQueue)
 // fault update they called for. A failed send isolates its broker, a slow
 // answer too (for the duration table's time), a fast answer does not.
 func ExamplePick_Done() {
-	clock := latency.NewManualClock(time.UnixMilli(1000000))
+	clk := clock.NewManual(time.UnixMilli(1000000))
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		fmt.Println(err)
 		return

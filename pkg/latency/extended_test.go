@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -32,17 +33,17 @@ func TestIsolationEventExtended(t *testing.T) {
 				cfg = latency.Reference4()
 			}
 			cfg.FaultTolerance = true
-			clock := latency.NewManualClock(t0)
+			clk := clock.NewManual(t0)
 			obs := &isolations{}
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(obs))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithObserver(obs))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			s.Update("b", 600*time.Millisecond, false, true) // begins
-			clock.Advance(100 * time.Millisecond)
+			clk.Advance(100 * time.Millisecond)
 			s.Update("b", 5*time.Millisecond, true, false) // a failure while isolated: extends
-			clock.Advance(time.Hour)                       // expires
+			clk.Advance(time.Hour)                         // expires
 			s.Update("b", 5*time.Millisecond, true, false) // begins again
 			obs.mu.Lock()
 			defer obs.mu.Unlock()

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -333,16 +335,16 @@ func runModel(t *testing.T, v4, withFilter bool, seed uint64, steps int, stages 
 		filter = func(q route.MessageQueue) bool { return q.QueueID%2 == 0 && q.BrokerName != "e" }
 		cfg.Filters = []route.QueueFilter{route.QueueFilterFunc(filter)}
 	}
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	counter := latency.NewStageCounter()
 	runStages := map[latency.Stage]uint64{}
-	fast, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithStageCounter(counter))
+	fast, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithStageCounter(counter))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fast.Close()
-	shadowTable := latency.NewFaultTable(mode, clock)
-	walking, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithFaultTable(shadowTable))
+	shadowTable := latency.NewFaultTable(mode, clk)
+	walking, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithFaultTable(shadowTable))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +421,7 @@ func runModel(t *testing.T, v4, withFilter bool, seed uint64, steps int, stages 
 			log = append(log, fmt.Sprintf("update %s %d %t %t", b, lat.Milliseconds(), iso, reach))
 		case op < 40:
 			d := time.Duration(modelAdvances[r.IntN(len(modelAdvances))]) * time.Millisecond
-			clock.Advance(d)
+			clk.Advance(d)
 			m.now += int64(d)
 			log = append(log, fmt.Sprintf("advance %d", d.Milliseconds()))
 		case op < 43:
@@ -561,21 +563,21 @@ func TestStrategyConcurrent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := latency.NewManualClock(t0)
+			clk := clock.NewManual(t0)
 			cfg := latency.Reference5()
 			cfg.Mode = tt.mode
 			cfg.FaultTolerance = true
 			cfg.DetectParallel = 3
 			cfg.Filters = []route.QueueFilter{route.QueueFilterFunc(func(q route.MessageQueue) bool { return q.QueueID != 1 })}
-			opts := []latency.Option{latency.WithClock(clock), latency.WithLogger(discardLog)}
+			opts := []latency.Option{latency.WithClock(clk), latency.WithLogger(discardLog)}
 			if tt.hidden {
-				opts = append(opts, latency.WithFaultTable(latency.NewFaultTable(tt.mode, clock)))
+				opts = append(opts, latency.WithFaultTable(latency.NewFaultTable(tt.mode, clk)))
 			}
 			if tt.mode == latency.ModeV5 && !tt.hidden {
 				cfg.Detector = true
 				opts = append(opts,
-					latency.WithResolver(latency.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, b != "e" })),
-					latency.WithServiceDetector(latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+					latency.WithResolver(probe.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, b != "e" })),
+					latency.WithServiceDetector(probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 						if addr == "addr-a" {
 							return nil
 						}
@@ -638,7 +640,7 @@ func TestStrategyConcurrent(t *testing.T) {
 				s.Update(brokers[r.IntN(len(brokers))], time.Duration(modelLatencies[r.IntN(len(modelLatencies))])*time.Millisecond, r.IntN(3) == 0, r.IntN(2) == 0)
 			})
 			worker(11, func(r *rand.Rand) {
-				clock.Advance(time.Duration(r.IntN(4000)) * time.Millisecond)
+				clk.Advance(time.Duration(r.IntN(4000)) * time.Millisecond)
 			})
 			worker(12, func(r *rand.Rand) {
 				switch r.IntN(8) {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -120,7 +121,7 @@ func TestPickDoneUpdatesTable(t *testing.T) {
 	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
 		for _, r := range referenceRules {
 			for _, det := range []bool{false, true} {
-				s, clock := faultOnStrategy(t, mode)
+				s, clk := faultOnStrategy(t, mode)
 				s.SetDetector(det)
 				info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{{Topic: "T", BrokerName: "b"}})
 				if err != nil {
@@ -146,7 +147,7 @@ func TestPickDoneUpdatesTable(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s %v/%v: Done() left no fault item", mode, r.path, r.class)
 				}
-				wantUntil := clock.Now()
+				wantUntil := clk.Now()
 				if iso {
 					wantUntil = wantUntil.Add(isolation)
 				}
@@ -282,7 +283,7 @@ func TestClassAndPathNames(t *testing.T) {
 func BenchmarkPickDone(b *testing.B) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestEveryPickReportsToItsStrategy(t *testing.T) {
 			if tt.filter {
 				cfg.Filters = []route.QueueFilter{route.AvoidBroker("a")}
 			}
-			s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -117,7 +118,7 @@ func TestCascadeStagesRouteFilter(t *testing.T) {
 			cfg.FaultTolerance = true
 			cfg.Filters = []route.QueueFilter{rf}
 			cfg.Durations = dt
-			s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,26 +12,28 @@ import (
 
 	"go.uber.org/mock/gomock"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
 // policyStrategy builds a v5 strategy with fault tolerance on, the policies
 // of change, on a manual clock at t0.
-func policyStrategy(t *testing.T, change func(c *latency.Config), opts ...latency.Option) (*latency.Strategy, *latency.ManualClock) {
+func policyStrategy(t *testing.T, change func(c *latency.Config), opts ...latency.Option) (*latency.Strategy, *clock.Manual) {
 	t.Helper()
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	if change != nil {
 		change(&cfg)
 	}
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clock)}, opts...)...)
+	clk := clock.NewManual(t0)
+	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clk)}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewStrategy() error = %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, clock
+	return s, clk
 }
 
 // oneQueueEach is a route with one queue on each broker, in that order.
@@ -80,9 +82,9 @@ type outcome struct {
 	after     time.Duration // clock advance before the update
 }
 
-func apply(s *latency.Strategy, clock *latency.ManualClock, outs []outcome) {
+func apply(s *latency.Strategy, clk *clock.Manual, outs []outcome) {
 	for _, o := range outs {
-		clock.Advance(o.after)
+		clk.Advance(o.after)
 		s.Update(o.broker, o.latency, o.failed, o.reachable)
 	}
 }
@@ -142,9 +144,9 @@ func TestIsolationCapRanking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+			s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 			info := oneQueueEach(t, "a", "b", "c", "d")
-			apply(s, clock, tt.outcomes)
+			apply(s, clk, tt.outcomes)
 			if got := s.Released(info); !slices.Equal(got, tt.wantReleased) {
 				t.Errorf("Released() = %v, want %v", got, tt.wantReleased)
 			}
@@ -165,9 +167,9 @@ func TestIsolationCapRanking(t *testing.T) {
 func TestIsolationCapOffIsReference(t *testing.T) {
 	for _, frac := range []float64{0, 1} {
 		t.Run(fmt.Sprint(frac), func(t *testing.T) {
-			s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = frac })
+			s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = frac })
 			info := oneQueueEach(t, "a", "b", "c", "d")
-			apply(s, clock, []outcome{
+			apply(s, clk, []outcome{
 				{broker: "a", latency: time.Millisecond, failed: true},
 				{broker: "b", latency: time.Millisecond, failed: true},
 				{broker: "c", latency: time.Millisecond, failed: true},
@@ -193,7 +195,7 @@ func TestIsolationCapOffIsReference(t *testing.T) {
 //  4. a new isolation is avoided at once.
 func TestIsolationCapFollowsTheTable(t *testing.T) {
 	const ms = time.Millisecond
-	s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	check := func(step string, wantReleased, wantPicked []string) {
 		t.Helper()
@@ -204,17 +206,17 @@ func TestIsolationCapFollowsTheTable(t *testing.T) {
 			t.Errorf("%s: Released() = %v, want %v", step, got, wantReleased)
 		}
 	}
-	apply(s, clock, []outcome{
+	apply(s, clk, []outcome{
 		{broker: "a", latency: ms, failed: true},
 		{broker: "b", latency: ms, failed: true, after: ms},
 		{broker: "c", latency: ms, failed: true, after: ms},
 	})
 	check("1", []string{"a"}, []string{"a", "d"})
-	apply(s, clock, []outcome{{broker: "a", latency: ms, failed: true, after: ms}})
+	apply(s, clk, []outcome{{broker: "a", latency: ms, failed: true, after: ms}})
 	check("2", []string{"b"}, []string{"b", "d"})
-	clock.Advance(10*time.Second - 2*ms) // b's isolation (from t0+1ms) ends
+	clk.Advance(10*time.Second - 2*ms) // b's isolation (from t0+1ms) ends
 	check("3", nil, []string{"b", "d"})
-	apply(s, clock, []outcome{{broker: "d", latency: 700 * ms, reachable: true}})
+	apply(s, clk, []outcome{{broker: "d", latency: 700 * ms, reachable: true}})
 	// a, c, d isolated; d (latency only) is the least bad.
 	check("4", []string{"d"}, []string{"b", "d"})
 }
@@ -263,9 +265,9 @@ func TestIsolationCapLimit(t *testing.T) {
 // TestIsolationCapRetry checks that a retry still avoids the last broker
 // when it is one the cap keeps in service.
 func TestIsolationCapRetry(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 	info := oneQueueEach(t, "a", "b", "c", "d")
-	apply(s, clock, []outcome{
+	apply(s, clk, []outcome{
 		{broker: "a", latency: time.Millisecond, failed: true},
 		{broker: "b", latency: 700 * time.Millisecond, reachable: true},
 		{broker: "c", latency: time.Millisecond, failed: true},
@@ -285,9 +287,9 @@ func TestIsolationCapRetry(t *testing.T) {
 // service, yet the retry after b's failure goes to a from every index
 // position.
 func TestIsolationCapRetryPrefersHealthy(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 	info := oneQueueEach(t, "a", "b", "c", "d")
-	apply(s, clock, []outcome{
+	apply(s, clk, []outcome{
 		{broker: "d", latency: time.Millisecond, failed: true},
 		{broker: "c", latency: time.Millisecond, failed: true, after: time.Millisecond},
 		{broker: "b", latency: time.Millisecond, failed: true, after: time.Millisecond},
@@ -314,9 +316,9 @@ func TestIsolationCapRetryPrefersHealthy(t *testing.T) {
 // TestIsolationCapAllocations checks that a pick that must recompute the
 // route's view allocates nothing.
 func TestIsolationCapAllocations(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 	info := oneQueueEach(t, "a", "b", "c", "d")
-	apply(s, clock, []outcome{
+	apply(s, clk, []outcome{
 		{broker: "a", latency: time.Millisecond, failed: true},
 		{broker: "b", latency: time.Millisecond, failed: true},
 		{broker: "c", latency: time.Millisecond, failed: true},
@@ -345,7 +347,7 @@ func TestIsolationCapAllocations(t *testing.T) {
 // the view's publication. At the end, on one goroutine, the view must match
 // the table.
 func TestIsolationCapConcurrent(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	info := oneQueueEach(t, names...)
 	var wg sync.WaitGroup
@@ -367,7 +369,7 @@ func TestIsolationCapConcurrent(t *testing.T) {
 			b := names[i%len(names)]
 			s.Update(b, time.Duration(i%3)*time.Second, i%2 == 0, i%5 == 0)
 			if i%7 == 0 {
-				clock.Advance(3 * time.Second)
+				clk.Advance(3 * time.Second)
 			}
 		}
 	})
@@ -395,7 +397,7 @@ func TestIsolationCapConcurrent(t *testing.T) {
 //  4. A slow answer isolates for latency without touching the level; a
 //     failure then starts a failure isolation and raises the level.
 func TestBackoff(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) {
+	s, clk := policyStrategy(t, func(c *latency.Config) {
 		c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 2
 	})
 	const sec = time.Second
@@ -427,7 +429,7 @@ func TestBackoff(t *testing.T) {
 		{"failure at level 1 while isolated by a failure", sec, time.Millisecond, true, 204 * sec, 1},
 	}
 	for i, st := range steps {
-		clock.Advance(st.after)
+		clk.Advance(st.after)
 		s.Update("b", st.latency, st.failed, false)
 		if st.wantUntil >= 0 {
 			it, _ := s.Table().Item("b")
@@ -459,20 +461,20 @@ func TestBackoffBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, clock := policyStrategy(t, func(c *latency.Config) {
+			s, clk := policyStrategy(t, func(c *latency.Config) {
 				c.IsolationBackoff, c.MaxIsolation = tt.multiplier, tt.max
 				if tt.multiplier != 0 {
 					c.BackoffDecay = 1
 				}
 			})
 			for i, want := range tt.want {
-				now := clock.Now()
+				now := clk.Now()
 				s.Update("b", time.Millisecond, true, false)
 				it, _ := s.Table().Item("b")
 				if got := it.IsolatedUntil.Sub(now); got != want {
 					t.Errorf("failure %d isolated for %v, want %v", i, got, want)
 				}
-				clock.Advance(it.IsolatedUntil.Sub(now))
+				clk.Advance(it.IsolatedUntil.Sub(now))
 			}
 			if got := s.BackoffLevel("b"); got != tt.wantLevel {
 				t.Errorf("BackoffLevel() = %d, want %d", got, tt.wantLevel)
@@ -486,11 +488,11 @@ func TestBackoffBounds(t *testing.T) {
 func TestBackoffEvents(t *testing.T) {
 	var got []time.Duration
 	obs := isolationRecorder(func(ev latency.IsolationEvent) { got = append(got, ev.Duration) })
-	s, clock := policyStrategy(t, func(c *latency.Config) {
+	s, clk := policyStrategy(t, func(c *latency.Config) {
 		c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 1
 	}, latency.WithObserver(obs))
 	s.Update("b", 0, true, false)
-	clock.Advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	s.Update("b", 0, true, false)
 	if want := []time.Duration{10 * time.Second, 20 * time.Second}; !slices.Equal(got, want) {
 		t.Errorf("isolation events = %v, want %v", got, want)
@@ -541,7 +543,7 @@ func TestProbeFailures(t *testing.T) {
 		{"answered", true, nil, true, false},
 		{"refused", true, errRefused, false, true},
 		{"timed out", true, context.DeadlineExceeded, false, true},
-		{"inconclusive", true, fmt.Errorf("plugin died: %w", latency.ErrProbeInconclusive), true, false},
+		{"inconclusive", true, fmt.Errorf("plugin died: %w", probe.ErrInconclusive), true, false},
 		{"refused, policy off (reference)", false, errRefused, true, false},
 		{"timed out, policy off (reference)", false, context.DeadlineExceeded, true, false},
 	}
@@ -580,13 +582,13 @@ func TestProbeFailures(t *testing.T) {
 // before one that answers.
 func TestProbeFailuresRank(t *testing.T) {
 	down := errors.New("refused")
-	service := latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+	service := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 		if addr == "addr-c" {
 			return down
 		}
 		return nil
 	})
-	resolver := latency.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
+	resolver := probe.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
 	s, _ := policyStrategy(t, func(c *latency.Config) {
 		c.MaxIsolatedFraction, c.ProbeFailures, c.Detector = 0.5, true, true
 	}, latency.WithResolver(resolver), latency.WithServiceDetector(service))
@@ -624,7 +626,7 @@ func TestPoliciesOffInReferencePresets(t *testing.T) {
 // given runs its policies as over its own: the cap keeps one of three
 // isolated brokers of four in service, and the backoff counts the failures.
 func TestPoliciesWithGivenTable(t *testing.T) {
-	ft := latency.NewFaultTable(latency.ModeV5, latency.NewManualClock(t0))
+	ft := latency.NewFaultTable(latency.ModeV5, clock.NewManual(t0))
 	s, _ := policyStrategy(t, func(c *latency.Config) { *c = latency.DefaultConfig(); c.Detector = false },
 		latency.WithFaultTable(ft))
 	info := oneQueueEach(t, "a", "b", "c", "d")
@@ -691,7 +693,7 @@ func TestPolicyConfigValidate(t *testing.T) {
 // on decides as 4.9.8: every isolated broker is avoided, isolations do not
 // grow.
 func TestPoliciesIgnoredInV4(t *testing.T) {
-	s, clock := policyStrategy(t, func(c *latency.Config) {
+	s, clk := policyStrategy(t, func(c *latency.Config) {
 		*c = latency.DefaultConfig()
 		c.Mode, c.Detector = latency.ModeV4, false
 	})
@@ -708,9 +710,9 @@ func TestPoliciesIgnoredInV4(t *testing.T) {
 			t.Errorf("Select() from %d = %v, want d", i, p.Queue)
 		}
 	}
-	clock.Advance(10 * time.Minute)
+	clk.Advance(10 * time.Minute)
 	s.Update("a", time.Millisecond, true, false)
-	if it, _ := s.Table().Item("a"); it.IsolatedUntil.Sub(clock.Now()) != 10*time.Minute || s.BackoffLevel("a") != 0 {
-		t.Errorf("a isolated until now+%v at level %d, want 10m (4.x) at level 0", it.IsolatedUntil.Sub(clock.Now()), s.BackoffLevel("a"))
+	if it, _ := s.Table().Item("a"); it.IsolatedUntil.Sub(clk.Now()) != 10*time.Minute || s.BackoffLevel("a") != 0 {
+		t.Errorf("a isolated until now+%v at level %d, want 10m (4.x) at level 0", it.IsolatedUntil.Sub(clk.Now()), s.BackoffLevel("a"))
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -17,7 +19,7 @@ import (
 type recoveryHarness struct {
 	t       *testing.T
 	s       *latency.Strategy
-	clock   *latency.ManualClock
+	clock   *clock.Manual
 	zero    time.Time
 	probeOK bool
 	pick    latency.Pick
@@ -282,8 +284,8 @@ func TestRecoveredAfter(t *testing.T) {
 				if tt.change != nil {
 					tt.change(c)
 				}
-			}, latency.WithResolver(latency.StaticResolver{"b": "127.0.0.1:1"}),
-				latency.WithServiceDetector(latency.ServiceDetectorFunc(func(context.Context, string) error {
+			}, latency.WithResolver(probe.StaticResolver{"b": "127.0.0.1:1"}),
+				latency.WithServiceDetector(probe.ServiceDetectorFunc(func(context.Context, string) error {
 					if h.probeOK {
 						return nil
 					}
@@ -328,7 +330,7 @@ func TestRecoveredAfterPresets(t *testing.T) {
 		t.Errorf("DefaultConfig(): RecoveredAfter = %v, want the sustained rule on", d.RecoveredAfter)
 	}
 	s, _ := policyStrategy(t, func(c *latency.Config) { *c = latency.DefaultConfig() },
-		latency.WithResolver(latency.StaticResolver{"b": "127.0.0.1:1"}))
+		latency.WithResolver(probe.StaticResolver{"b": "127.0.0.1:1"}))
 	pick := latency.Pick{Queue: &route.MessageQueue{Topic: "T", BrokerName: "b"}, Reporter: s}
 	for _, o := range []latency.Outcome{
 		{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Latency: time.Millisecond},
@@ -353,8 +355,8 @@ func BenchmarkRecoveredAfterDone(b *testing.B) {
 		if !on {
 			cfg.RecoveredAfter = 0
 		}
-		s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)),
-			latency.WithResolver(latency.StaticResolver{"b": "127.0.0.1:1"}))
+		s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)),
+			latency.WithResolver(probe.StaticResolver{"b": "127.0.0.1:1"}))
 		if err != nil {
 			b.Fatal(err)
 		}

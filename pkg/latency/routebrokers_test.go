@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -76,10 +77,10 @@ func TestStrategyKnowsItsRoutes(t *testing.T) {
 //  6. A new s3, announced nothing, keeps y (no route names it) through s1's
 //     route changes until it is closed.
 func TestSharedTableEviction(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
-	s1, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clock), latency.WithFaultTable(ft))
-	s2, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clock), latency.WithFaultTable(ft))
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
+	s1, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clk), latency.WithFaultTable(ft))
+	s2, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clk), latency.WithFaultTable(ft))
 	has := func(b string) bool { _, ok := ft.Item(b); return ok }
 	state := func() string {
 		var out []string
@@ -132,7 +133,7 @@ func TestSharedTableEviction(t *testing.T) {
 		t.Fatalf("5: after s1's T1=[b]: items %q, want %q", got, want)
 	}
 
-	s3, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clock), latency.WithFaultTable(ft))
+	s3, _ := faultOnStrategy(t, latency.ModeV5, latency.WithClock(clk), latency.WithFaultTable(ft))
 	s1.Update("y", 0, false, true)
 	s1.RouteChanged(publishInfo(t, "T1", "b"))
 	if got, want := state(), "b y"; got != want {
@@ -152,14 +153,14 @@ func TestSharedTableEviction(t *testing.T) {
 // routes name keep their items (a claim counted twice keeps too many, one
 // lost drops one that a route names).
 func TestSharedTableEvictionConcurrent(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	pool := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	const n, rounds = 4, 300
 	strategies := make([]*latency.Strategy, n)
 	last := make([]map[string][]string, n) // per strategy, topic -> brokers
 	for i := range strategies {
-		strategies[i], _ = faultOnStrategy(t, latency.ModeV5, latency.WithClock(clock), latency.WithFaultTable(ft))
+		strategies[i], _ = faultOnStrategy(t, latency.ModeV5, latency.WithClock(clk), latency.WithFaultTable(ft))
 		last[i] = map[string][]string{}
 	}
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -81,7 +82,7 @@ func seekRoute(r *rand.Rand) []route.MessageQueue {
 
 func runSeekTrace(t *testing.T, mode Mode, filter, capOn bool, seed uint64, steps int, stages map[Stage]int) {
 	r := rand.New(rand.NewPCG(seed, 0x5eec))
-	clock := NewManualClock(time.UnixMilli(1_000_000))
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	cfg := Reference5()
 	cfg.Mode = mode
 	cfg.FaultTolerance = true
@@ -96,7 +97,7 @@ func runSeekTrace(t *testing.T, mode Mode, filter, capOn bool, seed uint64, step
 	}
 	strategies := make([]*Strategy, 2)
 	for i := range strategies {
-		s, err := NewStrategy(cfg, WithClock(clock))
+		s, err := NewStrategy(cfg, WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +161,7 @@ func runSeekTrace(t *testing.T, mode Mode, filter, capOn bool, seed uint64, step
 			log = append(log, fmt.Sprintf("update %s %v %t %t", b, lat, iso, reach))
 		case op < 38:
 			d := time.Duration([]int64{1, 500, 2000, 5000, 10000, 60000}[r.IntN(6)]) * time.Millisecond
-			clock.Advance(d)
+			clk.Advance(d)
 			log = append(log, fmt.Sprintf("advance %v", d))
 		case op < 41:
 			bs := brokers()

@@ -8,7 +8,9 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -222,8 +224,8 @@ func newSelectStrategy(t *testing.T, ctrl *gomock.Controller, tt selectCase) (*l
 		f.EXPECT().Filter(gomock.Any()).DoAndReturn(func(q route.MessageQueue) bool { return tt.filter[q.BrokerName] }).AnyTimes()
 		cfg.Filters = []route.QueueFilter{f}
 	}
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	clk := clock.NewManual(t0)
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,18 +261,18 @@ func newSelectStrategy(t *testing.T, ctrl *gomock.Controller, tt selectCase) (*l
 
 // faultOnStrategy builds a strategy of mode with fault tolerance on, on a
 // manual clock at t0, closed when the test ends.
-func faultOnStrategy(t *testing.T, mode latency.Mode, opts ...latency.Option) (*latency.Strategy, *latency.ManualClock) {
+func faultOnStrategy(t *testing.T, mode latency.Mode, opts ...latency.Option) (*latency.Strategy, *clock.Manual) {
 	t.Helper()
 	cfg := latency.Reference5()
 	cfg.Mode = mode
 	cfg.FaultTolerance = true
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clock)}, opts...)...)
+	clk := clock.NewManual(t0)
+	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, clock
+	return s, clk
 }
 
 // pickFromStart picks with the route's index at 0 and returns the queue.
@@ -437,7 +439,7 @@ func TestSelectEmptyRoute(t *testing.T) {
 // TestSelectExpiryExact: an isolation ends exactly at its end on the manual
 // clock, seen by Select without any Update.
 func TestSelectExpiryExact(t *testing.T) {
-	s, clock := faultOnStrategy(t, latency.ModeV5)
+	s, clk := faultOnStrategy(t, latency.ModeV5)
 	info := selectRoute(t, nil)
 	s.Update("b", 600*time.Millisecond, false, true) // 2000ms
 	for _, step := range []struct {
@@ -448,9 +450,9 @@ func TestSelectExpiryExact(t *testing.T) {
 		{1999 * time.Millisecond, "c:0"},
 		{time.Millisecond, "b:0"},
 	} {
-		clock.Advance(step.advance)
+		clk.Advance(step.advance)
 		if got := pickFromStart(s, info); got != step.want {
-			t.Errorf("at +%dms Select() = %s, want %s", ms(clock.Now()), got, step.want)
+			t.Errorf("at +%dms Select() = %s, want %s", ms(clk.Now()), got, step.want)
 		}
 	}
 }
@@ -475,9 +477,9 @@ func TestSelectMemoRebuiltAfterRemoval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := latency.Reference5()
 			cfg.FaultTolerance = true
-			clock := latency.NewManualClock(t0)
-			resolver := latency.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, b != "b" })
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			clk := clock.NewManual(t0)
+			resolver := probe.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, b != "b" })
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(resolver))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -530,7 +532,7 @@ func TestSelectAllocatesNothing(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = []route.QueueFilter{route.AvoidBroker("zz")}
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,8 +612,8 @@ func TestStageCounter(t *testing.T) {
 // TestWithFaultTable: a table handed to the strategy is the one it picks
 // over and runs the detector over.
 func TestWithFaultTable(t *testing.T) {
-	ft := latency.NewFaultTable(latency.ModeV5, latency.NewManualClock(t0))
-	s, _ := faultOnStrategy(t, latency.ModeV5, latency.WithFaultTable(ft), latency.WithResolver(latency.StaticResolver{}))
+	ft := latency.NewFaultTable(latency.ModeV5, clock.NewManual(t0))
+	s, _ := faultOnStrategy(t, latency.ModeV5, latency.WithFaultTable(ft), latency.WithResolver(probe.StaticResolver{}))
 	if s.Table() != ft {
 		t.Fatalf("Table() = %p, want the table given (%p)", s.Table(), ft)
 	}

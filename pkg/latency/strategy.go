@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -43,7 +45,7 @@ type Strategy struct {
 	// which the differential tests hold the fast path to.
 	walkOnly bool
 
-	clock    Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	obs      *observerGate // nil without an observer; closed by Close
 	detector *Detector     // nil without a resolver or the built-in table
@@ -64,9 +66,9 @@ type durationsBox struct{ t DurationTable }
 type Option func(*options)
 
 type options struct {
-	clock    Clock
-	resolver Resolver
-	service  ServiceDetector
+	clock    clock.Clock
+	resolver probe.Resolver
+	service  probe.ServiceDetector
 	table    *FaultTable
 	tableSet bool
 	obs      Observer
@@ -80,15 +82,15 @@ type options struct {
 func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
 // WithClock sets the clock (default RealClock).
-func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithResolver sets the resolver the detector asks for broker addresses.
 // Without one the strategy has no detector.
-func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
+func WithResolver(r probe.Resolver) Option { return func(o *options) { o.resolver = r } }
 
 // WithServiceDetector sets what probes an address. Without one, detector
 // rounds still drop brokers the resolver no longer knows, and probe nothing.
-func WithServiceDetector(d ServiceDetector) Option { return func(o *options) { o.service = d } }
+func WithServiceDetector(d probe.ServiceDetector) Option { return func(o *options) { o.service = d } }
 
 // WithFaultTable makes the strategy keep its fault state in t, a table of
 // the strategy's mode, instead of a table of its own: strategies given one
@@ -126,7 +128,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		opt(&o)
 	}
 	if o.clock == nil {
-		o.clock = RealClock{}
+		o.clock = clock.Real{}
 	}
 	if o.log == nil {
 		o.log = slog.Default()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -33,17 +34,17 @@ func (o *isolatedBrokers) got() []string {
 // the table's own observer (NewStrategy never writes into what it is
 // given): the table's observer hears of updates made on the table itself.
 func TestSharedTableObservers(t *testing.T) {
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	var own, first, second isolatedBrokers
-	table := latency.NewFaultTable(latency.ModeV5, clock, latency.WithTableObserver(&own))
+	table := latency.NewFaultTable(latency.ModeV5, clk, latency.WithTableObserver(&own))
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s1, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithFaultTable(table), latency.WithObserver(&first))
+	s1, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithFaultTable(table), latency.WithObserver(&first))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s1.Close()
-	s2, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithFaultTable(table), latency.WithObserver(&second))
+	s2, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithFaultTable(table), latency.WithObserver(&second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -71,7 +72,7 @@ type FaultItem struct {
 //
 // All methods are safe for concurrent use; none blocks on I/O.
 type FaultTable struct {
-	clock Clock
+	clock clock.Clock
 	// wall0 and mono0 are the clock's Now (Unix nanoseconds) and Elapsed
 	// when the table was made: table time is wall0 + (Elapsed - mono0).
 	wall0 int64
@@ -121,13 +122,13 @@ func WithTableObserver(obs Observer) TableOption { return func(t *FaultTable) { 
 // NewFaultTable returns an empty table with mode's update rules (ModeV5
 // extends isolations and keeps reachability; ModeV4 overwrites isolations;
 // "" or an unregistered mode is ModeV5). A nil clock is RealClock.
-func NewFaultTable(mode Mode, clock Clock, opts ...TableOption) *FaultTable {
-	if clock == nil {
-		clock = RealClock{}
+func NewFaultTable(mode Mode, clk clock.Clock, opts ...TableOption) *FaultTable {
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	spec := specOf(mode)
-	t := &FaultTable{clock: clock, mode: spec.mode, rule: spec.update, worst: route.NewIndex(nil)}
-	t.wall0, t.mono0 = clock.Now().UnixNano(), clock.Elapsed()
+	t := &FaultTable{clock: clk, mode: spec.mode, rule: spec.update, worst: route.NewIndex(nil)}
+	t.wall0, t.mono0 = clk.Now().UnixNano(), clk.Elapsed()
 	for _, opt := range opts {
 		opt(t)
 	}
@@ -171,8 +172,8 @@ type slot struct {
 	rec recoveryState
 
 	table *FaultTable
-	mu    sync.Mutex // serializes isolation changes with the expiry timer
-	timer Timer      // guarded by mu; created on the first isolation
+	mu    sync.Mutex  // serializes isolation changes with the expiry timer
+	timer clock.Timer // guarded by mu; created on the first isolation
 	// ended is guarded by mu: until holds the end of an isolation. Until
 	// then until is 0, which means "never isolated", not the epoch (a
 	// clock before 1970 reads earlier times).

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -57,10 +58,10 @@ func TestFaultTableUpdateRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := latency.NewManualClock(t0)
-			ft := latency.NewFaultTable(tt.mode, clock)
+			clk := clock.NewManual(t0)
+			ft := latency.NewFaultTable(tt.mode, clk)
 			for i, st := range tt.steps {
-				clock.Advance(st.advance)
+				clk.Advance(st.advance)
 				ft.Update("b", st.latency, st.isolation, st.reachable)
 				it, ok := ft.Item("b")
 				if !ok {
@@ -97,7 +98,7 @@ func TestFaultTableReachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ft := latency.NewFaultTable(tt.mode, latency.NewManualClock(t0))
+			ft := latency.NewFaultTable(tt.mode, clock.NewManual(t0))
 			ft.Update("b", 0, time.Second, tt.reachable)
 			if got := ft.IsReachable("b"); got != tt.want {
 				t.Errorf("IsReachable(b) = %t, want %t", got, tt.want)
@@ -112,7 +113,7 @@ func TestFaultTableReachable(t *testing.T) {
 func TestFaultTableUnknownBrokers(t *testing.T) {
 	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
 		t.Run(string(mode), func(t *testing.T) {
-			ft := latency.NewFaultTable(mode, latency.NewManualClock(t0))
+			ft := latency.NewFaultTable(mode, clock.NewManual(t0))
 			if !ft.IsAvailable("x") || !ft.IsReachable("x") {
 				t.Errorf("IsAvailable(x), IsReachable(x) = %t, %t, want true, true", ft.IsAvailable("x"), ft.IsReachable("x"))
 			}
@@ -141,14 +142,14 @@ func TestFaultTableUnknownBrokers(t *testing.T) {
 func TestFaultTableExpiryExact(t *testing.T) {
 	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
 		t.Run(string(mode), func(t *testing.T) {
-			clock := latency.NewManualClock(t0)
-			ft := latency.NewFaultTable(mode, clock)
+			clk := clock.NewManual(t0)
+			ft := latency.NewFaultTable(mode, clk)
 			ft.Update("b", 0, 3*time.Second, true)
-			clock.Advance(2999 * time.Millisecond)
+			clk.Advance(2999 * time.Millisecond)
 			if ft.IsAvailable("b") {
 				t.Fatalf("IsAvailable(b) = true 1ms before the end")
 			}
-			clock.Advance(time.Millisecond)
+			clk.Advance(time.Millisecond)
 			if !ft.IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = false at the end")
 			}
@@ -162,27 +163,27 @@ func TestFaultTableExpiryExact(t *testing.T) {
 // TestFaultTableExtendedWhileTimerPending: an extension moves the expiry;
 // the first end passes without making the broker available.
 func TestFaultTableExtendedWhileTimerPending(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 0, time.Second, true)
-	clock.Advance(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	ft.Update("b", 0, time.Second, true) // until 1500
-	clock.Advance(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	if ft.IsAvailable("b") {
 		t.Fatalf("IsAvailable(b) = true at the first end after an extension")
 	}
-	clock.Advance(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	if !ft.IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = false at the extended end")
 	}
-	if clock.Pending() != 0 {
-		t.Errorf("Pending() = %d after the isolation ended, want 0", clock.Pending())
+	if clk.Pending() != 0 {
+		t.Errorf("Pending() = %d after the isolation ended, want 0", clk.Pending())
 	}
 }
 
 func TestFaultTableRemoveAndRetain(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	for _, b := range []string{"a", "b", "c", "d"} {
 		ft.Update(b, time.Millisecond, time.Hour, false)
 	}
@@ -206,15 +207,15 @@ func TestFaultTableRemoveAndRetain(t *testing.T) {
 	if it, _ := ft.Item("a"); !it.IsolatedUntil.Equal(time.Unix(0, 0)) || !it.Available || !it.Reachable {
 		t.Errorf("new item after Retain = %+v, want never isolated, available, reachable", it)
 	}
-	clock.Advance(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	if !ft.IsAvailable("c") {
 		t.Errorf("IsAvailable(c) = false after its isolation ended")
 	}
 }
 
 func TestFaultTableItems(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("zeta", 7*time.Millisecond, 0, true)
 	ft.Update("alpha", 3*time.Second, 5*time.Second, false)
 	items := ft.Items()
@@ -263,7 +264,7 @@ func TestPickLeastBadOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ft := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+			ft := latency.NewFaultTable(latency.ModeV4, clock.NewManual(t0))
 			ft.Update(tt.a.name, tt.a.latency, tt.a.isolation, true)
 			ft.Update(tt.b.name, tt.b.latency, tt.b.isolation, true)
 			for i := range 3 { // half = 1: always the first
@@ -276,7 +277,7 @@ func TestPickLeastBadOrder(t *testing.T) {
 }
 
 func TestPickLeastBadRoundRobin(t *testing.T) {
-	ft := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+	ft := latency.NewFaultTable(latency.ModeV4, clock.NewManual(t0))
 	// Sorted: e (available), then by latency a, b, c, d.
 	for i, b := range []string{"a", "b", "c", "d"} {
 		ft.Update(b, time.Duration(i+1)*time.Millisecond, time.Hour, true)
@@ -296,7 +297,7 @@ func TestPickLeastBadRoundRobin(t *testing.T) {
 		t.Errorf("WorstIndex() = %d after 5 picks, want 5", got)
 	}
 
-	one := latency.NewFaultTable(latency.ModeV4, latency.NewManualClock(t0))
+	one := latency.NewFaultTable(latency.ModeV4, clock.NewManual(t0))
 	one.Update("only", 0, time.Hour, true)
 	one.WorstIndex().Store(9)
 	if b, ok := one.PickLeastBad(); !ok || b != "only" || one.WorstIndex().Load() != 9 {
@@ -309,30 +310,30 @@ func TestPickLeastBadRoundRobin(t *testing.T) {
 // isolation stays ended, a running one ends when its time has passed, and
 // items report their ends from the stepped wall reading.
 func TestFaultTableResync(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 0, 5*time.Second, true)
 	ft.Update("c", 0, 0, true)
-	clock.Advance(6 * time.Second)
+	clk.Advance(6 * time.Second)
 	if !ft.IsAvailable("b") {
 		t.Fatalf("IsAvailable(b) = false after its isolation ended")
 	}
-	clock.Set(t0.Add(time.Second)) // the wall reading back 5s: no time passes
+	clk.Set(t0.Add(time.Second)) // the wall reading back 5s: no time passes
 	ft.Resync()
 	if !ft.IsAvailable("b") || !ft.IsAvailable("c") {
 		t.Errorf("IsAvailable(b), IsAvailable(c) = %t, %t after a wall step back, want true", ft.IsAvailable("b"), ft.IsAvailable("c"))
 	}
 	ft.Update("b", 0, 4*time.Second, true)
-	clock.Set(t0.Add(-2 * time.Hour))
+	clk.Set(t0.Add(-2 * time.Hour))
 	ft.Resync()
 	if it, _ := ft.Item("b"); ft.IsAvailable("b") || !it.IsolatedUntil.Equal(t0.Add(-2*time.Hour+4*time.Second)) {
 		t.Errorf("after a step back of 2h: IsAvailable(b) = %t, IsolatedUntil = %v; want false, 4s from the wall reading", ft.IsAvailable("b"), it.IsolatedUntil)
 	}
-	clock.Advance(3999 * time.Millisecond)
+	clk.Advance(3999 * time.Millisecond)
 	if ft.IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = true 1ms before the end")
 	}
-	clock.Advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if !ft.IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = false at the end")
 	}
@@ -341,8 +342,8 @@ func TestFaultTableResync(t *testing.T) {
 func TestFaultTableUpdateAllocatesNothing(t *testing.T) {
 	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
 		t.Run(string(mode), func(t *testing.T) {
-			clock := latency.NewManualClock(t0)
-			ft := latency.NewFaultTable(mode, clock)
+			clk := clock.NewManual(t0)
+			ft := latency.NewFaultTable(mode, clk)
 			ft.Update("b", 0, time.Second, true) // the item and its timer exist
 			iso := time.Second
 			allocs := testing.AllocsPerRun(200, func() {
@@ -357,7 +358,7 @@ func TestFaultTableUpdateAllocatesNothing(t *testing.T) {
 			cfg := latency.Reference5()
 			cfg.Mode = mode
 			cfg.FaultTolerance = true
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,7 +421,7 @@ func TestStrategyUpdate(t *testing.T) {
 			} else {
 				table.EXPECT().Isolation(gomock.Any()).Times(0)
 			}
-			s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -448,10 +449,10 @@ func TestStrategyUpdate(t *testing.T) {
 func TestObserverIsolateRecover(t *testing.T) {
 	ctrl := gomock.NewController(t)
 	obs := mocks.NewMockObserver(ctrl)
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(obs))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,10 +473,10 @@ func TestObserverIsolateRecover(t *testing.T) {
 	s.Update("b", 5*time.Millisecond, true, false)
 	s.Update("b", 600*time.Millisecond, false, true) // 2s: not an extension, no event
 	s.Table().Update("c", time.Millisecond, time.Second, true)
-	clock.Advance(time.Hour)
+	clk.Advance(time.Hour)
 	s.Table().Update("d", time.Millisecond, time.Second, true)
 	s.Table().Remove("d") // removed before its end: no recovery
-	clock.Advance(time.Hour)
+	clk.Advance(time.Hour)
 }
 
 // TestFaultTableForever: an isolation too long for the clock's range (a
@@ -490,14 +491,14 @@ func TestFaultTableForever(t *testing.T) {
 	}{
 		{"v5", latency.ModeV5, t0},
 		{"v4", latency.ModeV4, t0},
-		{"v5 clock at the zero time", latency.ModeV5, time.Time{}},
+		{"v5 clk at the zero time", latency.ModeV5, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := latency.NewManualClock(tt.start)
-			ft := latency.NewFaultTable(tt.mode, clock)
+			clk := clock.NewManual(tt.start)
+			ft := latency.NewFaultTable(tt.mode, clk)
 			ft.Update("b", 0, forever, true)
-			clock.Advance(100 * 24 * time.Hour)
+			clk.Advance(100 * 24 * time.Hour)
 			if ft.IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = true after an isolation for ever")
 			}
@@ -510,7 +511,7 @@ func TestFaultTableForever(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Durations = latency.DurationTableFunc(func(time.Duration) time.Duration { return forever })
-	s, err := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(t0)))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,13 +525,13 @@ func TestFaultTableForever(t *testing.T) {
 // TestFaultTableClockPastRange: a clock past the year 2262 (beyond Unix
 // nanoseconds) must not hang, and isolations still end.
 func TestFaultTableClockPastRange(t *testing.T) {
-	clock := latency.NewManualClock(time.Unix(0, math.MaxInt64).Add(24 * time.Hour))
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(time.Unix(0, math.MaxInt64).Add(24 * time.Hour))
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 0, time.Second, true)
 	if ft.IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = true during its isolation, past the range")
 	}
-	clock.Advance(time.Second)
+	clk.Advance(time.Second)
 	if !ft.IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = false after its isolation, past the range")
 	}
@@ -546,10 +547,10 @@ func TestClockBefore1970(t *testing.T) {
 			ctrl := gomock.NewController(t)
 			resolver := mocks.NewMockResolver(ctrl)
 			resolver.EXPECT().Resolve("b").Return("addr-b", true).Times(1)
-			clock := latency.NewManualClock(start)
+			clk := clock.NewManual(start)
 			cfg := latency.Reference5()
 			cfg.FaultTolerance = true
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(resolver))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(resolver))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -566,11 +567,11 @@ func TestClockBefore1970(t *testing.T) {
 			if !s.FaultTolerance().IsAvailable("c") {
 				t.Errorf("IsAvailable(c) = false after Resync, never isolated")
 			}
-			clock.Advance(1999 * time.Millisecond)
+			clk.Advance(1999 * time.Millisecond)
 			if s.FaultTolerance().IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = true 1ms before the end")
 			}
-			clock.Advance(time.Millisecond)
+			clk.Advance(time.Millisecond)
 			if !s.FaultTolerance().IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = false at the end")
 			}
@@ -583,22 +584,22 @@ func TestClockBefore1970(t *testing.T) {
 // the rest instead of ending the isolation early.
 func TestFaultTableEarlyTimer(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	clock := mocks.NewMockClock(ctrl)
+	clk := mocks.NewMockClock(ctrl)
 	timer := mocks.NewMockTimer(ctrl)
 	var now atomic.Int64
 	now.Store(t0.UnixNano())
-	clock.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
-	clock.EXPECT().Elapsed().DoAndReturn(func() time.Duration { return time.Duration(now.Load() - t0.UnixNano()) }).AnyTimes()
+	clk.EXPECT().Now().DoAndReturn(func() time.Time { return time.Unix(0, now.Load()) }).AnyTimes()
+	clk.EXPECT().Elapsed().DoAndReturn(func() time.Duration { return time.Duration(now.Load() - t0.UnixNano()) }).AnyTimes()
 	var fire func()
 	gomock.InOrder(
-		clock.EXPECT().AfterFunc(5*time.Second, gomock.Any()).DoAndReturn(func(_ time.Duration, f func()) latency.Timer {
+		clk.EXPECT().AfterFunc(5*time.Second, gomock.Any()).DoAndReturn(func(_ time.Duration, f func()) clock.Timer {
 			fire = f
 			return timer
 		}),
 		timer.EXPECT().Reset(2*time.Second).Return(false),
 		timer.EXPECT().Reset(time.Second).Return(false), // the next isolation reuses the timer
 	)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 0, 5*time.Second, true)
 	now.Add(int64(3 * time.Second))
 	fire() // early
@@ -621,8 +622,8 @@ func TestFaultTableEarlyTimer(t *testing.T) {
 // one beyond the clock's range saturates.
 func TestFaultTableNegativeIsolation(t *testing.T) {
 	for _, start := range []time.Time{t0, {}} {
-		clock := latency.NewManualClock(start)
-		ft := latency.NewFaultTable(latency.ModeV4, clock)
+		clk := clock.NewManual(start)
+		ft := latency.NewFaultTable(latency.ModeV4, clk)
 		ft.Update("b", 0, time.Hour, true)
 		ft.Update("b", 0, time.Duration(math.MinInt64), true)
 		if !ft.IsAvailable("b") {
@@ -641,38 +642,38 @@ func TestFaultTableNegativeIsolation(t *testing.T) {
 // System.currentTimeMillis does; a running one ends when the clock reaches
 // its end, not when its timer would have fired before the step.
 func TestFaultTableRewind(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	ft := latency.NewFaultTable(latency.ModeV5, clock)
+	clk := clock.NewManual(t0)
+	ft := latency.NewFaultTable(latency.ModeV5, clk)
 	ft.Update("b", 0, 5*time.Second, true)
-	clock.Advance(6 * time.Second)
+	clk.Advance(6 * time.Second)
 	if !ft.IsAvailable("b") {
 		t.Fatal("IsAvailable(b) = false after its isolation ended")
 	}
-	clock.Rewind(t0.Add(time.Second)) // 5s back, Now and Elapsed together
-	if got := clock.Now(); !got.Equal(t0.Add(time.Second)) {
+	clk.Rewind(t0.Add(time.Second)) // 5s back, Now and Elapsed together
+	if got := clk.Now(); !got.Equal(t0.Add(time.Second)) {
 		t.Fatalf("Now after Rewind = %v, want %v", got, t0.Add(time.Second))
 	}
 	ft.Resync()
 	if ft.IsAvailable("b") {
-		t.Fatal("IsAvailable(b) = true after the clock went back before its end, want false (the reference's rule)")
+		t.Fatal("IsAvailable(b) = true after the clk went back before its end, want false (the reference's rule)")
 	}
-	clock.Advance(3999 * time.Millisecond)
+	clk.Advance(3999 * time.Millisecond)
 	if ft.IsAvailable("b") {
 		t.Error("IsAvailable(b) = true 1ms before its end")
 	}
-	clock.Advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if !ft.IsAvailable("b") {
 		t.Error("IsAvailable(b) = false at its end")
 	}
 
 	ft.Update("c", 0, 10*time.Second, true) // ends at t0+15s
-	clock.Rewind(t0)                        // 5s back: its end is now 15s away
+	clk.Rewind(t0)                          // 5s back: its end is now 15s away
 	ft.Resync()
-	clock.Advance(14 * time.Second)
+	clk.Advance(14 * time.Second)
 	if ft.IsAvailable("c") {
 		t.Error("IsAvailable(c) = true 1s before its end after a rewind")
 	}
-	clock.Advance(time.Second)
+	clk.Advance(time.Second)
 	if !ft.IsAvailable("c") {
 		t.Error("IsAvailable(c) = false at its end after a rewind")
 	}

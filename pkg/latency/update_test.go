@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -22,8 +23,8 @@ func TestUpdateNegativeLatency(t *testing.T) {
 			// A table whose first threshold is 0 isolates a 0 ms send for
 			// 1 s, and nothing below 0.
 			cfg.Durations = latency.MustStepTable([]time.Duration{0, time.Second}, []time.Duration{time.Second, time.Minute})
-			clock := latency.NewManualClock(time.UnixMilli(1_000_000))
-			s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+			clk := clock.NewManual(time.UnixMilli(1_000_000))
+			s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +34,7 @@ func TestUpdateNegativeLatency(t *testing.T) {
 			if len(items) != 1 || items[0].Latency != 0 {
 				t.Fatalf("Items() after Update(a, -5s) = %+v, want a with latency 0", items)
 			}
-			if want := clock.Now().Add(time.Second); !items[0].IsolatedUntil.Equal(want) {
+			if want := clk.Now().Add(time.Second); !items[0].IsolatedUntil.Equal(want) {
 				t.Errorf("IsolatedUntil = %v, want %v (the table's isolation at 0)", items[0].IsolatedUntil, want)
 			}
 		})

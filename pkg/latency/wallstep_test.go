@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -17,20 +19,20 @@ import (
 // NTP or a VM migration steps a host's clock, while the time that passes
 // does not move: its timers and its Elapsed are the ManualClock's.
 type wallStepClock struct {
-	*latency.ManualClock
+	*clock.Manual
 	mu     sync.Mutex
 	offset time.Duration // added to the ManualClock's wall reading
 }
 
 func newWallStepClock() *wallStepClock {
-	return &wallStepClock{ManualClock: latency.NewManualClock(t0)}
+	return &wallStepClock{Manual: clock.NewManual(t0)}
 }
 
 func (c *wallStepClock) Now() time.Time {
 	c.mu.Lock()
 	d := c.offset
 	c.mu.Unlock()
-	return c.ManualClock.Now().Add(d)
+	return c.Manual.Now().Add(d)
 }
 
 // step moves the wall reading by d; no time passes.
@@ -47,16 +49,16 @@ func TestWallStepIsolation(t *testing.T) {
 	for _, mode := range []latency.Mode{latency.ModeV5, latency.ModeV4} {
 		for _, step := range []time.Duration{-time.Hour, time.Hour} {
 			t.Run(fmt.Sprintf("%s/step %v", mode, step), func(t *testing.T) {
-				clock := newWallStepClock()
-				ft := latency.NewFaultTable(mode, clock)
+				clk := newWallStepClock()
+				ft := latency.NewFaultTable(mode, clk)
 				ft.Update("b", 0, 200*time.Millisecond, true)
-				clock.step(step)
-				clock.Advance(100 * time.Millisecond)
+				clk.step(step)
+				clk.Advance(100 * time.Millisecond)
 				if ft.IsAvailable("b") {
 					t.Fatalf("IsAvailable(b) = true 100ms into a 200ms isolation, after a wall step of %v", step)
 				}
-				if it, _ := ft.Item("b"); !it.IsolatedUntil.Equal(clock.Now().Add(100 * time.Millisecond)) {
-					t.Errorf("IsolatedUntil = Now%+v, want Now+100ms", it.IsolatedUntil.Sub(clock.Now()))
+				if it, _ := ft.Item("b"); !it.IsolatedUntil.Equal(clk.Now().Add(100 * time.Millisecond)) {
+					t.Errorf("IsolatedUntil = Now%+v, want Now+100ms", it.IsolatedUntil.Sub(clk.Now()))
 				}
 				// v5 extends an isolation only to a later end, v4 overwrites:
 				// either way 50ms from now is not 100ms from now.
@@ -65,10 +67,10 @@ func TestWallStepIsolation(t *testing.T) {
 				if mode == latency.ModeV4 {
 					want = 50 * time.Millisecond
 				}
-				if it, _ := ft.Item("b"); it.IsolatedUntil.Sub(clock.Now()) != want {
-					t.Errorf("after Update(50ms): IsolatedUntil = Now%+v, want Now+%v", it.IsolatedUntil.Sub(clock.Now()), want)
+				if it, _ := ft.Item("b"); it.IsolatedUntil.Sub(clk.Now()) != want {
+					t.Errorf("after Update(50ms): IsolatedUntil = Now%+v, want Now+%v", it.IsolatedUntil.Sub(clk.Now()), want)
 				}
-				clock.Advance(500 * time.Millisecond)
+				clk.Advance(500 * time.Millisecond)
 				if !ft.IsAvailable("b") {
 					t.Errorf("IsAvailable(b) = false 600ms after a 200ms isolation began, after a wall step of %v", step)
 				}
@@ -83,12 +85,12 @@ func TestWallStepIsolation(t *testing.T) {
 // after the step.
 func capacityRun(t *testing.T, step time.Duration) map[string]int {
 	t.Helper()
-	clock := newWallStepClock()
+	clk := newWallStepClock()
 	cfg := latency.Reference5()
 	cfg.FaultTolerance, cfg.CapacityDecrease = true, latency.DefaultCapacityDecrease
 	// Nothing isolates: the model's latency term alone decides.
 	cfg.Durations = latency.MustStepTable([]time.Duration{time.Hour}, []time.Duration{0})
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func capacityRun(t *testing.T, step time.Duration) map[string]int {
 	picks := map[string]int{}
 	for i := range 2100 {
 		if i == 100 {
-			clock.step(step)
+			clk.step(step)
 		}
 		p, ok := s.Select(info, latency.PickInfo{})
 		if !ok {
@@ -110,7 +112,7 @@ func capacityRun(t *testing.T, step time.Duration) map[string]int {
 			picks[p.Queue.BrokerName]++
 		}
 		p.Done(latency.Outcome{Class: latency.ClassAnswered, Latency: lat[p.Queue.BrokerName]})
-		clock.Advance(5 * time.Millisecond)
+		clk.Advance(5 * time.Millisecond)
 	}
 	return picks
 }
@@ -139,16 +141,16 @@ func TestWallStepCapacity(t *testing.T) {
 // one line per pick, with every time relative to the clock's Now.
 func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 	t.Helper()
-	clock := newWallStepClock()
+	clk := newWallStepClock()
 	cfg := latency.DefaultConfig()
 	brokers := []string{"a", "b", "c", "d", "e"}
-	res := latency.StaticResolver{}
+	res := probe.StaticResolver{}
 	for _, b := range brokers {
 		res[b] = b + ":10911"
 	}
 	var probes sync.Mutex
 	down := map[string]bool{}
-	sd := latency.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+	sd := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
 		probes.Lock()
 		defer probes.Unlock()
 		if down[strings.TrimSuffix(addr, ":10911")] {
@@ -156,7 +158,7 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 		}
 		return nil
 	})
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithResolver(res), latency.WithServiceDetector(sd))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithResolver(res), latency.WithServiceDetector(sd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 	var lines []string
 	for i := range 3000 {
 		if d, ok := steps[i]; ok {
-			clock.step(d)
+			clk.step(d)
 		}
 		phase := i / 500 // a changes every 500 picks: down, up, down ...
 		probes.Lock()
@@ -199,7 +201,7 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 			p.Done(o)
 			line = p.Queue.String()
 		}
-		now := clock.Now()
+		now := clk.Now()
 		for _, it := range s.Table().Items() {
 			check := "never"
 			if !it.CheckStamp.Equal(time.Unix(0, 0)) {
@@ -220,7 +222,7 @@ func wallStepRun(t *testing.T, steps map[int]time.Duration) []string {
 			line += fmt.Sprintf(" round %+v", rep)
 		}
 		lines = append(lines, line)
-		clock.Advance(time.Duration(7+i%13) * time.Millisecond)
+		clk.Advance(time.Duration(7+i%13) * time.Millisecond)
 	}
 	return lines
 }
@@ -244,17 +246,17 @@ func TestWallStepChangesNothing(t *testing.T) {
 // early, one back does not stretch it.
 func TestWallStepClockTimeout(t *testing.T) {
 	for _, step := range []time.Duration{-time.Hour, time.Hour} {
-		clock := newWallStepClock()
-		ctx, cancel := latency.WithClockTimeout(t.Context(), clock, 200*time.Millisecond)
-		clock.step(step)
-		clock.Advance(199 * time.Millisecond)
+		clk := newWallStepClock()
+		ctx, cancel := clock.WithTimeout(t.Context(), clk, 200*time.Millisecond)
+		clk.step(step)
+		clk.Advance(199 * time.Millisecond)
 		if err := ctx.Err(); err != nil {
 			t.Errorf("step %v: Err() = %v 1ms before the deadline, want nil", step, err)
 		}
 		if d, _ := ctx.Deadline(); time.Until(d) > 200*time.Millisecond {
 			t.Errorf("step %v: Deadline() %v from now, want at most the timeout", step, time.Until(d))
 		}
-		clock.Advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		select {
 		case <-ctx.Done():
 		default:

@@ -8,21 +8,22 @@ import (
 	"os"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe"
 )
 
 // The fault-table handler serves the strategy's fault table as JSON.
 func ExampleNewTableHandler() {
-	clock := latency.NewManualClock(time.Unix(0, 0).Add(time.Hour))
+	clk := clock.NewManual(time.Unix(0, 0).Add(time.Hour))
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, _ := latency.NewStrategy(cfg, latency.WithClock(clock))
+	s, _ := latency.NewStrategy(cfg, latency.WithClock(clk))
 	defer s.Close()
 	s.Update("broker-a", 3*time.Second, false, true) // slow: isolated for 6 s
 
 	rr := httptest.NewRecorder()
-	observe.NewTableHandler(s, observe.WithHandlerClock(clock)).ServeHTTP(rr, httptest.NewRequest("GET", "/faults", nil))
+	observe.NewTableHandler(s, observe.WithHandlerClock(clk)).ServeHTTP(rr, httptest.NewRequest("GET", "/faults", nil))
 	var snap observe.TableSnapshot
 	_ = json.Unmarshal(rr.Body.Bytes(), &snap)
 	b := snap.Brokers[0]
@@ -32,18 +33,18 @@ func ExampleNewTableHandler() {
 
 // The slog adapter writes one record per broker and kind per interval.
 func ExampleNewLogger() {
-	clock := latency.NewManualClock(time.Unix(0, 0))
+	clk := clock.NewManual(time.Unix(0, 0))
 	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey || a.Key == "until" {
 			return slog.Attr{}
 		}
 		return a
 	}})
-	l := observe.NewLogger(slog.New(h), observe.WithInterval(10*time.Second), observe.WithLogClock(clock))
+	l := observe.NewLogger(slog.New(h), observe.WithInterval(10*time.Second), observe.WithLogClock(clk))
 	for range 3 {
 		l.OnIsolate(latency.IsolationEvent{Broker: "broker-a", Reason: latency.ReasonFailure, Duration: 10 * time.Second})
 	}
-	clock.Advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	l.OnIsolate(latency.IsolationEvent{Broker: "broker-a", Reason: latency.ReasonFailure, Duration: 10 * time.Second})
 	// Output:
 	// level=WARN msg="mqfault: broker isolated" broker=broker-a reason=failure latency=0s isolation=10s reachable=false

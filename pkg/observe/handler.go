@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -49,8 +50,8 @@ type BrokerState struct {
 type TableHandlerOption func(*tableHandler)
 
 // WithHandlerClock sets the clock the snapshot's time and remaining
-// isolations are read on (default latency.RealClock): give the strategy's.
-func WithHandlerClock(c latency.Clock) TableHandlerOption {
+// isolations are read on (default clock.Real): give the strategy's.
+func WithHandlerClock(c clock.Clock) TableHandlerOption {
 	return func(h *tableHandler) {
 		if c != nil {
 			h.clock = c
@@ -64,7 +65,7 @@ func WithHandlerClock(c latency.Clock) TableHandlerOption {
 // Unavailable. It is safe for concurrent use; a request takes the snapshot
 // (FaultTolerance.Items) and does not touch the pick path.
 func NewTableHandler(s *latency.Strategy, opts ...TableHandlerOption) http.Handler {
-	h := &tableHandler{s: s, clock: latency.RealClock{}}
+	h := &tableHandler{s: s, clock: clock.Real{}}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -73,7 +74,7 @@ func NewTableHandler(s *latency.Strategy, opts ...TableHandlerOption) http.Handl
 
 type tableHandler struct {
 	s     *latency.Strategy
-	clock latency.Clock
+	clock clock.Clock
 }
 
 func (h *tableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

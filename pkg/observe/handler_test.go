@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
-func newTestStrategy(t *testing.T, clock latency.Clock, counter *latency.StageCounter) *latency.Strategy {
+func newTestStrategy(t *testing.T, clk clock.Clock, counter *latency.StageCounter) *latency.Strategy {
 	t.Helper()
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	opts := []latency.Option{latency.WithClock(clock)}
+	opts := []latency.Option{latency.WithClock(clk)}
 	if counter != nil {
 		opts = append(opts, latency.WithStageCounter(counter))
 	}
@@ -28,8 +29,8 @@ func newTestStrategy(t *testing.T, clock latency.Clock, counter *latency.StageCo
 }
 
 func TestTableHandler(t *testing.T) {
-	clock := latency.NewManualClock(t0)
-	s := newTestStrategy(t, clock, latency.NewStageCounter())
+	clk := clock.NewManual(t0)
+	s := newTestStrategy(t, clk, latency.NewStageCounter())
 	s.Update("a", 5*time.Millisecond, false, true)
 	s.Update("b", 20*time.Millisecond, true, false) // isolated 10 s (v5 table for 10000 ms)
 	info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{{Topic: "T", BrokerName: "a"}, {Topic: "T", BrokerName: "b"}})
@@ -39,9 +40,9 @@ func TestTableHandler(t *testing.T) {
 	for range 3 {
 		s.Select(info, latency.PickInfo{})
 	}
-	clock.Advance(4 * time.Second)
+	clk.Advance(4 * time.Second)
 
-	h := NewTableHandler(s, WithHandlerClock(clock))
+	h := NewTableHandler(s, WithHandlerClock(clk))
 	rr := httptest.NewRecorder()
 	h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/faults", nil))
 	if rr.Code != http.StatusOK || rr.Header().Get("Content-Type") != "application/json" {
@@ -65,12 +66,12 @@ func TestTableHandler(t *testing.T) {
 		t.Errorf("picks = %v, want 3 answered by available", snap.Picks)
 	}
 	if !snap.Time.Equal(t0.Add(4 * time.Second)) {
-		t.Errorf("time = %v, want the handler clock's %v", snap.Time, t0.Add(4*time.Second))
+		t.Errorf("time = %v, want the handler clk's %v", snap.Time, t0.Add(4*time.Second))
 	}
 }
 
 func TestTableHandlerMethods(t *testing.T) {
-	s := newTestStrategy(t, latency.NewManualClock(t0), nil)
+	s := newTestStrategy(t, clock.NewManual(t0), nil)
 	tests := []struct {
 		name     string
 		strategy *latency.Strategy

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -48,8 +50,8 @@ func WithInterval(d time.Duration) LoggerOption {
 }
 
 // WithLogClock sets the clock the interval is measured on (default
-// latency.RealClock): give the strategy's clock.
-func WithLogClock(c latency.Clock) LoggerOption {
+// clock.Real): give the strategy's clock.
+func WithLogClock(c clock.Clock) LoggerOption {
 	return func(l *Logger) {
 		if c != nil {
 			l.limiter.clock = c
@@ -62,7 +64,7 @@ func NewLogger(log *slog.Logger, opts ...LoggerOption) *Logger {
 	if log == nil {
 		log = slog.Default()
 	}
-	l := &Logger{log: log, limiter: limiter{every: 10 * time.Second, clock: latency.RealClock{}}}
+	l := &Logger{log: log, limiter: limiter{every: 10 * time.Second, clock: clock.Real{}}}
 	for _, opt := range opts {
 		opt(l)
 	}
@@ -130,7 +132,7 @@ func (l *Logger) OnProbe(ev latency.ProbeEvent) {
 				slog.String("broker", ev.Broker), slog.String("addr", ev.Addr), slog.Duration("elapsed", ev.Elapsed))
 		}
 	case ev.Err == nil:
-	case errors.Is(ev.Err, latency.ErrProbeInconclusive):
+	case errors.Is(ev.Err, probe.ErrInconclusive):
 		if l.log.Enabled(context.Background(), slog.LevelDebug) {
 			l.emit(slog.LevelDebug, "mqfault: probe inconclusive", 0,
 				slog.String("broker", ev.Broker), slog.String("addr", ev.Addr), slog.Any("error", ev.Err))
@@ -192,7 +194,7 @@ const maxLimiterKeys = 4096
 // ones it refuses.
 type limiter struct {
 	every time.Duration
-	clock latency.Clock
+	clock clock.Clock
 
 	mu   sync.Mutex // guards last
 	last map[limitKey]*limitSlot

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -54,14 +56,14 @@ func attr(rec slog.Record, key string) (slog.Value, bool) {
 
 var t0 = time.Unix(1_700_000_000, 0)
 
-func newTestLogger(level slog.Level, every time.Duration) (*Logger, *recorder, *latency.ManualClock) {
+func newTestLogger(level slog.Level, every time.Duration) (*Logger, *recorder, *clock.Manual) {
 	rec := &recorder{level: level}
-	clock := latency.NewManualClock(t0)
-	return NewLogger(slog.New(rec), WithInterval(every), WithLogClock(clock)), rec, clock
+	clk := clock.NewManual(t0)
+	return NewLogger(slog.New(rec), WithInterval(every), WithLogClock(clk)), rec, clk
 }
 
 func TestLoggerRateLimit(t *testing.T) {
-	l, rec, clock := newTestLogger(slog.LevelDebug, 10*time.Second)
+	l, rec, clk := newTestLogger(slog.LevelDebug, 10*time.Second)
 	isolate := func(b string) { l.OnIsolate(latency.IsolationEvent{Broker: b, Reason: latency.ReasonFailure}) }
 
 	// 1. Five isolations of a within the interval: one record.
@@ -75,13 +77,13 @@ func TestLoggerRateLimit(t *testing.T) {
 		t.Fatalf("records after 5 isolations of a, 1 of b, 1 recovery of a = %d, want 3", got)
 	}
 	// 3. Just before the interval ends: still suppressed.
-	clock.Advance(10*time.Second - time.Nanosecond)
+	clk.Advance(10*time.Second - time.Nanosecond)
 	isolate("a")
 	if got := len(rec.take()); got != 0 {
 		t.Fatalf("records before the interval ended = %d, want 0", got)
 	}
 	// 4. Once it has: one record, counting the 5 suppressed.
-	clock.Advance(time.Nanosecond)
+	clk.Advance(time.Nanosecond)
 	isolate("a")
 	recs := rec.take()
 	if len(recs) != 1 {
@@ -91,7 +93,7 @@ func TestLoggerRateLimit(t *testing.T) {
 		t.Errorf("suppressed = %v (present %v), want 5", v, ok)
 	}
 	// 5. The next one after another interval has nothing suppressed.
-	clock.Advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	isolate("a")
 	recs = rec.take()
 	if _, ok := attr(recs[0], "suppressed"); len(recs) != 1 || ok {
@@ -145,7 +147,7 @@ func TestLoggerEvents(t *testing.T) {
 		{"probe failed", func(l *Logger) { l.OnProbe(latency.ProbeEvent{Broker: "a", Err: unreachable}) },
 			slog.LevelWarn, "mqfault: probe failed", "error", "connection refused"},
 		{"probe inconclusive", func(l *Logger) {
-			l.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("plugin gone: %w", latency.ErrProbeInconclusive)})
+			l.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("plugin gone: %w", probe.ErrInconclusive)})
 		}, slog.LevelDebug, "mqfault: probe inconclusive", "broker", "a"},
 		{"attempt answered", func(l *Logger) {
 			l.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: latency.ClassAnswered}})
@@ -186,11 +188,11 @@ func TestLoggerEvents(t *testing.T) {
 
 // The limiter's memory stays bounded however many subjects it sees.
 func TestLoggerForgets(t *testing.T) {
-	l, rec, clock := newTestLogger(slog.LevelDebug, time.Hour)
+	l, rec, clk := newTestLogger(slog.LevelDebug, time.Hour)
 	for i := range 3 * maxLimiterKeys {
 		l.OnRecover(latency.RecoveryEvent{Broker: fmt.Sprintf("b%05d", i)})
 		if i%100 == 0 {
-			clock.Advance(time.Millisecond)
+			clk.Advance(time.Millisecond)
 		}
 	}
 	if got := len(rec.take()); got != 3*maxLimiterKeys {

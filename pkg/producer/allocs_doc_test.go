@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -25,7 +26,7 @@ func TestSendSyncAllocsAsDocumented(t *testing.T) {
 		t.Skip("measures allocations (not under -race, whose sync.Pool drops what is put back)")
 	}
 	ctx, m := context.Background(), msg()
-	send := func(clock latency.Clock) func() {
+	send := func(clock clock.Clock) func() {
 		p, _ := benchProducer(t, noop, clock)
 		return func() {
 			if _, err := p.SendSync(ctx, m); err != nil {
@@ -33,15 +34,15 @@ func TestSendSyncAllocsAsDocumented(t *testing.T) {
 			}
 		}
 	}
-	p, strat := benchProducer(t, noop, latency.RealClock{})
+	p, strat := benchProducer(t, noop, clock.Real{})
 	info, err := p.PublishInfo(ctx, "T")
 	if err != nil {
 		t.Fatal(err)
 	}
 	measured := map[string]cost{
-		"SendSync/ok":              measure(send(latency.RealClock{})),
-		"SendSync/ok/manual-clock": measure(send(latency.NewManualClock(time.Unix(0, 0)))),
-		"SendSync/ok/parallel":     measure(send(latency.RealClock{})),
+		"SendSync/ok":              measure(send(clock.Real{})),
+		"SendSync/ok/manual-clock": measure(send(clock.NewManual(time.Unix(0, 0)))),
+		"SendSync/ok/parallel":     measure(send(clock.Real{})),
 		"SendSync/pick+update": measure(func() {
 			start := time.Now()
 			pick, _ := strat.Select(info, latency.PickInfo{})

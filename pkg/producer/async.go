@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 )
 
 // SendAsync starts sending msg and returns; cb receives the end. The send
@@ -115,7 +115,7 @@ func (p *Producer) wait(ctx context.Context, sem *semaphore.Weighted, n int64, s
 	if left <= 0 {
 		return &LimitError{Limit: limit, Max: bound, Waited: true}
 	}
-	wctx, cancel := latency.WithClockTimeout(ctx, p.clock, left)
+	wctx, cancel := clock.WithTimeout(ctx, p.clock, left)
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()

@@ -5,17 +5,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
 // benchProducer is a producer on the real clock over a Transport that
 // answers at once, with fault tolerance on and 16 brokers of 4 queues.
-func benchProducer(b testing.TB, tr producer.Transport, clock latency.Clock) (*producer.Producer, *latency.Strategy) {
+func benchProducer(b testing.TB, tr producer.Transport, clk clock.Clock) (*producer.Producer, *latency.Strategy) {
 	b.Helper()
 	scfg := latency.Reference5()
 	scfg.FaultTolerance = true
-	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func benchProducer(b testing.TB, tr producer.Transport, clock latency.Clock) (*p
 		queues[string(rune('a'+i))] = 4
 	}
 	routes.SetQueues("T", queues)
-	p, err := producer.New(tr, routes, strat, producer.Reference5(), producer.WithClock(clock))
+	p, err := producer.New(tr, routes, strat, producer.Reference5(), producer.WithClock(clk))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +56,7 @@ var noop = producer.TransportFunc(func(context.Context, producer.Attempt) (produ
 // start, its attempt's end, and the fault table's).
 func BenchmarkSendSync(b *testing.B) {
 	b.Run("ok", func(b *testing.B) {
-		p, _ := benchProducer(b, noop, latency.RealClock{})
+		p, _ := benchProducer(b, noop, clock.Real{})
 		ctx, m := context.Background(), msg()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -65,7 +66,7 @@ func BenchmarkSendSync(b *testing.B) {
 		}
 	})
 	b.Run("ok/manual-clock", func(b *testing.B) {
-		p, _ := benchProducer(b, noop, latency.NewManualClock(time.Unix(0, 0)))
+		p, _ := benchProducer(b, noop, clock.NewManual(time.Unix(0, 0)))
 		ctx, m := context.Background(), msg()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -75,7 +76,7 @@ func BenchmarkSendSync(b *testing.B) {
 		}
 	})
 	b.Run("pick+update", func(b *testing.B) {
-		p, strat := benchProducer(b, noop, latency.RealClock{})
+		p, strat := benchProducer(b, noop, clock.Real{})
 		info, _ := p.PublishInfo(context.Background(), "T")
 		b.ReportAllocs()
 		for b.Loop() {
@@ -85,7 +86,7 @@ func BenchmarkSendSync(b *testing.B) {
 		}
 	})
 	b.Run("pick+done", func(b *testing.B) {
-		p, strat := benchProducer(b, noop, latency.RealClock{})
+		p, strat := benchProducer(b, noop, clock.Real{})
 		info, _ := p.PublishInfo(context.Background(), "T")
 		b.ReportAllocs()
 		for b.Loop() {
@@ -95,7 +96,7 @@ func BenchmarkSendSync(b *testing.B) {
 		}
 	})
 	b.Run("ok/parallel", func(b *testing.B) {
-		p, _ := benchProducer(b, noop, latency.RealClock{})
+		p, _ := benchProducer(b, noop, clock.Real{})
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			ctx, m := context.Background(), msg()
@@ -111,7 +112,7 @@ func BenchmarkSendSync(b *testing.B) {
 // BenchmarkSendAsync measures an async send that is answered at once: the
 // goroutine and the callback included.
 func BenchmarkSendAsync(b *testing.B) {
-	p, _ := benchProducer(b, noop, latency.RealClock{})
+	p, _ := benchProducer(b, noop, clock.Real{})
 	ctx, m := context.Background(), msg()
 	done := make(chan struct{}, 1)
 	cb := func(producer.Result, error) { done <- struct{}{} }

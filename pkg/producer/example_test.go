@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -16,10 +17,10 @@ import (
 // first attempt fails on b, the retry goes to another broker, and b is
 // isolated for the next sends.
 func ExampleProducer_SendSync() {
-	clock := latency.NewManualClock(time.Unix(0, 0))
+	clk := clock.NewManual(time.Unix(0, 0))
 	scfg := latency.Reference5()
 	scfg.FaultTolerance = true
-	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
@@ -28,14 +29,14 @@ func ExampleProducer_SendSync() {
 	routes := &producer.StaticRoutes{}
 	routes.SetQueues("orders", map[string]int{"a": 1, "b": 1, "c": 1})
 	transport := producer.TransportFunc(func(ctx context.Context, a producer.Attempt) (producer.Result, error) {
-		clock.Advance(20 * time.Millisecond)
+		clk.Advance(20 * time.Millisecond)
 		if a.Queue.BrokerName == "b" {
 			return producer.Result{}, &producer.TransportError{Broker: "b", Class: latency.ClassTransportNotSent, Err: errors.New("connection refused")}
 		}
 		return producer.Result{MsgID: "id-1"}, nil
 	})
 	p, err := producer.New(transport, routes, strat, producer.Reference5(),
-		producer.WithClock(clock), producer.WithRouteOptions(route.WithRandom(zeroRandom{})))
+		producer.WithClock(clk), producer.WithRouteOptions(route.WithRandom(zeroRandom{})))
 	if err != nil {
 		panic(err)
 	}
@@ -111,8 +112,8 @@ func ExampleNew() {
 	})
 	ctx, body := context.Background(), []byte("hello")
 	fmt.Println(readmeSend(ctx, transport, routes, strategy, body))
-	clock := latency.NewManualClock(time.Unix(0, 0)) // the producer's budgets on a clock of yours
-	fmt.Println(readmeSendWithClock(ctx, transport, routes, strategy, clock, body))
+	clk := clock.NewManual(time.Unix(0, 0)) // the producer's budgets on a clk of yours
+	fmt.Println(readmeSendWithClock(ctx, transport, routes, strategy, clk, body))
 	// Output:
 	// SEND_OK id-1 broker-a
 	// <nil>
@@ -136,9 +137,9 @@ func readmeSend(ctx context.Context, transport producer.Transport, routes produc
 }
 
 // readmeSendWithClock is pkg/producer/README's snippet: the producer on a
-// clock of your own (a latency.ManualClock in tests).
-func readmeSendWithClock(ctx context.Context, transport producer.Transport, routes producer.RouteSource, strategy *latency.Strategy, clock latency.Clock, body []byte) error {
-	p, err := producer.New(transport, routes, strategy, producer.DefaultConfig(), producer.WithClock(clock))
+// clock of your own (a clock.Manual in tests).
+func readmeSendWithClock(ctx context.Context, transport producer.Transport, routes producer.RouteSource, strategy *latency.Strategy, clk clock.Clock, body []byte) error {
+	p, err := producer.New(transport, routes, strategy, producer.DefaultConfig(), producer.WithClock(clk))
 	if err != nil {
 		return err
 	}
@@ -157,10 +158,10 @@ func readmeSendWithClock(ctx context.Context, transport producer.Transport, rout
 // update) and says whether to retry. The attempt on broker b times out, the
 // retry goes to another broker and is answered, and b stays isolated.
 func ExampleDrive() {
-	clock := latency.NewManualClock(time.Unix(0, 0))
+	clk := clock.NewManual(time.Unix(0, 0))
 	scfg := latency.Reference5()
 	scfg.FaultTolerance = true
-	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
@@ -183,7 +184,7 @@ func ExampleDrive() {
 		}
 		return producer.Outcome{Class: latency.ClassAnswered, Elapsed: 30 * time.Millisecond}
 	}
-	now := clock.Now()
+	now := clk.Now()
 	d := producer.NewDrive(strat, info, policy, producer.KindSync, now)
 	for d.Next(now) {
 		plan, ok := d.Start(now)
@@ -191,7 +192,7 @@ func ExampleDrive() {
 			break
 		}
 		o := run(plan)
-		clock.Advance(o.Elapsed)
+		clk.Advance(o.Elapsed)
 		step := d.Finish(o)
 		fmt.Printf("attempt %d on %s: update %+v, retry %v\n", plan.Attempt, plan.Queue.BrokerName, step.Update, step.Retry)
 		now = plan.Start.Add(o.Elapsed)

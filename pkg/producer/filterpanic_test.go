@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -64,18 +65,18 @@ func (f *bannerFilter) lastTold(topic string) *route.PublishInfo {
 // (A still kept out); the next route change tells the filter again.
 func TestRouteFilterUpdatePanicsOnRefresh(t *testing.T) {
 	ctx := context.Background()
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	f := &bannerFilter{updates: make(chan *route.PublishInfo, 16), told: map[string]*route.PublishInfo{}}
 	scfg := latency.Reference5()
 	scfg.FaultTolerance = true
 	scfg.Filters = []route.QueueFilter{f}
-	strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	routes := &producer.StaticRoutes{}
 	routes.SetQueues("T", map[string]int{"A": 1, "B": 1})
-	p, err := producer.New(&panicky{}, routes, strat, producer.Reference5(), producer.WithClock(clock), producer.WithLogger(discardLogger))
+	p, err := producer.New(&panicky{}, routes, strat, producer.Reference5(), producer.WithClock(clk), producer.WithLogger(discardLogger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestRouteFilterUpdatePanicsOnRefresh(t *testing.T) {
 
 	// The background refresher: a second change, the filter still panicking.
 	routes.SetQueues("T", map[string]int{"A": 1, "B": 1, "C": 1, "D": 1})
-	clock.Advance(producer.Reference5().RouteRefreshInterval)
+	clk.Advance(producer.Reference5().RouteRefreshInterval)
 	recv(t, f.updates, "the background refresh's Update")
 	if _, err := p.SendSync(ctx, msg()); err != nil {
 		t.Fatalf("send after the panicking background refresh: %v", err)

@@ -10,7 +10,9 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -61,7 +63,7 @@ func (r *recorder) updates() []producer.FaultUpdate {
 // tolerance on, and a manual clock; topic T has one queue on each of brokers
 // A, B and C.
 type harness struct {
-	clock  *latency.ManualClock
+	clock  *clock.Manual
 	strat  *latency.Strategy
 	tr     *mocks.MockTransport
 	routes *producer.StaticRoutes
@@ -77,16 +79,16 @@ type harnessOpts struct {
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	scfg := latency.Reference5()
 	if o.mode == latency.ModeV4 {
 		scfg = latency.Reference4()
 	}
 	scfg.FaultTolerance = true
-	sopts := []latency.Option{latency.WithClock(clock)}
+	sopts := []latency.Option{latency.WithClock(clk)}
 	if o.detector {
 		scfg.Detector = true
-		sopts = append(sopts, latency.WithResolver(latency.StaticResolver{"A": "a", "B": "b", "C": "c"}))
+		sopts = append(sopts, latency.WithResolver(probe.StaticResolver{"A": "a", "B": "b", "C": "c"}))
 	}
 	strat, err := latency.NewStrategy(scfg, sopts...)
 	if err != nil {
@@ -98,9 +100,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.cfg != nil {
 		cfg = *o.cfg
 	}
-	h := &harness{clock: clock, strat: strat, routes: routes, rec: &recorder{}}
+	h := &harness{clock: clk, strat: strat, routes: routes, rec: &recorder{}}
 	h.tr = mocks.NewMockTransport(gomock.NewController(t))
-	h.p, err = producer.New(h.tr, routes, strat, cfg, producer.WithClock(clock), producer.WithObserver(h.rec),
+	h.p, err = producer.New(h.tr, routes, strat, cfg, producer.WithClock(clk), producer.WithObserver(h.rec),
 		producer.WithRouteOptions(route.WithRandom(fixedRandom{})))
 	if err != nil {
 		t.Fatalf("New() error = %v", err)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -37,14 +38,14 @@ func (p *panicky) Send(context.Context, producer.Attempt) (producer.Result, erro
 
 func newPanicProducer(t *testing.T, pk *panicky) *producer.Producer {
 	t.Helper()
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	strat, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := producer.New(pk, pk, strat, producer.Reference5(), producer.WithClock(clock))
+	p, err := producer.New(pk, pk, strat, producer.Reference5(), producer.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

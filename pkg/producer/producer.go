@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -38,7 +39,7 @@ type Producer struct {
 	policy    *Policy
 	cfg       Config
 	routes    *routeCache
-	clock     latency.Clock
+	clock     clock.Clock
 	log       *slog.Logger
 	obs       Observer
 
@@ -67,15 +68,15 @@ type Callback func(Result, error)
 type Option func(*options)
 
 type options struct {
-	clock     latency.Clock
+	clock     clock.Clock
 	log       *slog.Logger
 	obs       Observer
 	routeOpts []route.Option
 }
 
 // WithClock sets the clock budgets, deadlines and route refreshes are
-// measured on (default latency.RealClock). Give the Strategy's clock.
-func WithClock(c latency.Clock) Option { return func(o *options) { o.clock = c } }
+// measured on (default clock.Real). Give the Strategy's clock.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithLogger sets the logger for what goes wrong in the background (a failed
 // route refresh, a panicking callback); default slog.Default().
@@ -113,7 +114,7 @@ func New(transport Transport, routes RouteSource, strat Strategy, cfg Config, op
 		opt(&o)
 	}
 	if o.clock == nil {
-		o.clock = latency.RealClock{}
+		o.clock = clock.Real{}
 	}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -181,7 +182,7 @@ func (p *Producer) RefreshRoutes(ctx context.Context) error {
 	return p.routes.refresh(ctx)
 }
 
-func (p *Producer) refreshLoop(t latency.Ticker) {
+func (p *Producer) refreshLoop(t clock.Ticker) {
 	defer close(p.refreshed)
 	defer t.Stop()
 	for {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -19,7 +20,7 @@ import (
 type randomTransport struct {
 	mu    sync.Mutex // guards rng
 	rng   *rand.Rand
-	clock *latency.ManualClock
+	clock *clock.Manual
 }
 
 func (r *randomTransport) Send(ctx context.Context, a producer.Attempt) (producer.Result, error) {
@@ -56,10 +57,10 @@ var transportClasses = []latency.Class{latency.ClassTransportFailed, latency.Cla
 // once, with the same rule; every refused one never.
 func TestEverySendEndsOnce(t *testing.T) {
 	for seed := range uint64(5) {
-		clock := latency.NewManualClock(t0)
+		clk := clock.NewManual(t0)
 		scfg := latency.Reference5()
 		scfg.FaultTolerance = true
-		strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+		strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,8 +69,8 @@ func TestEverySendEndsOnce(t *testing.T) {
 		cfg := producer.Reference5()
 		cfg.RetryAnotherBrokerWhenNotStoreOK = seed%2 == 0
 		cfg.AsyncMaxInFlight = 8
-		tr := &randomTransport{rng: rand.New(rand.NewPCG(seed, 1)), clock: clock}
-		p, err := producer.New(tr, routes, strat, cfg, producer.WithClock(clock),
+		tr := &randomTransport{rng: rand.New(rand.NewPCG(seed, 1)), clock: clk}
+		p, err := producer.New(tr, routes, strat, cfg, producer.WithClock(clk),
 			producer.WithRouteOptions(route.WithRandom(fixedRandom{})))
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -47,8 +48,8 @@ func TestDriveReleasesEveryPick(t *testing.T) {
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	t0 := time.Unix(1_700_000_000, 0)
-	clock := latency.NewManualClock(t0)
-	ls, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	clk := clock.NewManual(t0)
+	ls, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -61,12 +62,12 @@ func (f *routeFilterSpy) calls() (int, []string) {
 //  3. A changed route is announced once.
 //  4. A topic that is gone is removed from the filter.
 func TestRouteFiltersFollowRoutes(t *testing.T) {
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	spy := &routeFilterSpy{}
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
 	cfg.Filters = []route.QueueFilter{spy}
-	strat, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestRouteFiltersFollowRoutes(t *testing.T) {
 		sentTo = append(sentTo, a.Queue.BrokerName)
 		return producer.Result{}, nil
 	})
-	p, err := producer.New(tr, src, strat, producer.Reference5(), producer.WithClock(clock))
+	p, err := producer.New(tr, src, strat, producer.Reference5(), producer.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
@@ -29,7 +29,7 @@ import (
 type routeCache struct {
 	src     RouteSource
 	opts    []route.Option
-	clock   latency.Clock
+	clock   clock.Clock
 	bound   time.Duration                                         // one lookup's budget on clock
 	changed func(entries map[string]*routeEntry) map[string]error // told of the newest entries after every change, outside mu
 
@@ -69,8 +69,8 @@ var errNoWritableQueue = errors.New("the route has no writable queue on a broker
 
 // newRouteCache returns a cache over src whose lookups take at most bound on
 // clock each; changed is told of the entries after every change.
-func newRouteCache(src RouteSource, opts []route.Option, clock latency.Clock, bound time.Duration, changed func(map[string]*routeEntry) map[string]error) *routeCache {
-	c := &routeCache{src: src, opts: opts, clock: clock, bound: bound, changed: changed, flights: map[string]*flight{}}
+func newRouteCache(src RouteSource, opts []route.Option, clk clock.Clock, bound time.Duration, changed func(map[string]*routeEntry) map[string]error) *routeCache {
+	c := &routeCache{src: src, opts: opts, clock: clk, bound: bound, changed: changed, flights: map[string]*flight{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m := map[string]*routeEntry{}
 	c.entries.Store(&m)
@@ -173,7 +173,7 @@ func (c *routeCache) fly(topic string, f *flight) {
 // ask calls the source for topic under parent, bounded by c.bound on
 // c.clock. A panicking source returns a *PanicError.
 func (c *routeCache) ask(parent context.Context, topic string) (data *route.TopicRouteData, err error) {
-	ctx, cancel := latency.WithClockTimeout(parent, c.clock, c.bound)
+	ctx, cancel := clock.WithTimeout(parent, c.clock, c.bound)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

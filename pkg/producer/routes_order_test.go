@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -68,12 +69,12 @@ func TestRouteNoticesFollowTheNewestRoutes(t *testing.T) {
 func testRouteNotices(t *testing.T, refresh bool) {
 	const topics, rounds = 8, 40
 	for round := range rounds {
-		clock := latency.NewManualClock(t0)
+		clk := clock.NewManual(t0)
 		spy := &lastToldFilter{}
 		scfg := latency.Reference5()
 		scfg.FaultTolerance = true
 		scfg.Filters = []route.QueueFilter{spy}
-		strat, err := latency.NewStrategy(scfg, latency.WithClock(clock))
+		strat, err := latency.NewStrategy(scfg, latency.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func testRouteNotices(t *testing.T, refresh bool) {
 		ok := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
 			return producer.Result{}, nil
 		})
-		p, err := producer.New(ok, src, strat, producer.Reference5(), producer.WithClock(clock))
+		p, err := producer.New(ok, src, strat, producer.Reference5(), producer.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}

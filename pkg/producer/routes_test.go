@@ -11,6 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -29,7 +30,7 @@ func routeData(brokers ...string) *route.TopicRouteData {
 
 // routeHarness is a producer over a mock RouteSource and a no-op Transport.
 type routeHarness struct {
-	clock *latency.ManualClock
+	clock *clock.Manual
 	strat *latency.Strategy
 	src   *mocks.MockRouteSource
 	p     *producer.Producer
@@ -37,16 +38,16 @@ type routeHarness struct {
 
 func newRouteHarness(t *testing.T) *routeHarness {
 	t.Helper()
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	strat, err := latency.NewStrategy(cfg, latency.WithClock(clock))
+	strat, err := latency.NewStrategy(cfg, latency.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := mocks.NewMockRouteSource(gomock.NewController(t))
 	ok := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) { return producer.Result{}, nil })
-	p, err := producer.New(ok, src, strat, producer.Reference5(), producer.WithClock(clock))
+	p, err := producer.New(ok, src, strat, producer.Reference5(), producer.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func newRouteHarness(t *testing.T) *routeHarness {
 		_ = p.Close()
 		_ = strat.Close()
 	})
-	return &routeHarness{clock: clock, strat: strat, src: src, p: p}
+	return &routeHarness{clock: clk, strat: strat, src: src, p: p}
 }
 
 // TestRoutesNoRoute checks every way a topic can have no route: the error

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -21,7 +22,7 @@ import (
 // dealing with its selector is Select, Mode, RouteChanged/RouteRemoved and
 // the pick's Done.
 type seam struct {
-	clock *latency.ManualClock
+	clock *clock.Manual
 	strat *mocks.MockStrategy
 	rep   *mocks.MockReporter
 	tr    *mocks.MockTransport
@@ -33,7 +34,7 @@ func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...produ
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	s := &seam{
-		clock: latency.NewManualClock(t0),
+		clock: clock.NewManual(t0),
 		strat: mocks.NewMockStrategy(ctrl),
 		rep:   mocks.NewMockReporter(ctrl),
 		tr:    mocks.NewMockTransport(ctrl),
@@ -235,7 +236,7 @@ func TestSeamRouteRemoved(t *testing.T) {
 	strat.EXPECT().Mode().Return(latency.ModeV5).AnyTimes()
 	var routes producer.StaticRoutes
 	routes.SetQueues("T", map[string]int{"A": 1})
-	p, err := producer.New(mocks.NewMockTransport(ctrl), &routes, strat, producer.Reference5(), producer.WithClock(latency.NewManualClock(t0)))
+	p, err := producer.New(mocks.NewMockTransport(ctrl), &routes, strat, producer.Reference5(), producer.WithClock(clock.NewManual(t0)))
 	if err != nil {
 		t.Fatal(err)
 	}

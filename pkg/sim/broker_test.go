@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
@@ -201,8 +202,8 @@ func TestSimDetector(t *testing.T) {
 		Event{At: 4 * time.Second, For: time.Second, State: StateDown, Probe: ProbeReachable},
 		Event{At: 5 * time.Second, For: time.Second, State: StateSlow, Latency: Latency{time.Second, time.Second}, Probe: ProbeTimeout},
 	)
-	clock := latency.NewManualClock(Epoch)
-	d := &simDetector{clock: clock, epoch: Epoch, byAddr: map[string]*brokerSim{b.addr: b}}
+	clk := clock.NewManual(Epoch)
+	d := &simDetector{clock: clk, epoch: Epoch, byAddr: map[string]*brokerSim{b.addr: b}}
 	tests := []struct {
 		at   time.Duration
 		want string // "ok", "timeout" or "refused"
@@ -211,7 +212,7 @@ func TestSimDetector(t *testing.T) {
 		{4 * time.Second, "ok"}, {5 * time.Second, "timeout"}, {6 * time.Second, "ok"},
 	}
 	for _, tt := range tests {
-		clock.Set(Epoch.Add(tt.at))
+		clk.Set(Epoch.Add(tt.at))
 		err := d.Detect(context.Background(), b.addr)
 		got := "refused"
 		switch {

@@ -4,7 +4,7 @@
 // timers and detector rounds) and the send loop's shared step
 // (producer.Drive: the Loop's retries and budgets, the outcome reported
 // through the pick to the strategy's update rules), on a
-// latency.ManualClock that only the simulation moves. `mqfault sim` is its
+// clock.Manual that only the simulation moves. `mqfault sim` is its
 // command line.
 //
 // Start with Run (a Scenario in, a Report out), DefaultScenario or Parse

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -118,7 +120,7 @@ type producerSim struct {
 type engine struct {
 	sc       *Scenario
 	spec     Strategy
-	clock    *latency.ManualClock
+	clock    *clock.Manual
 	prods    []*producerSim
 	brokers  []*brokerSim
 	byName   map[string]*brokerSim
@@ -175,13 +177,13 @@ func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 	e := &engine{
 		sc:     sc,
 		spec:   spec,
-		clock:  latency.NewManualClock(Epoch),
+		clock:  clock.NewManual(Epoch),
 		byName: make(map[string]*brokerSim, len(sc.Brokers)),
 		dice:   newAttemptRand(),
 		end:    int64(sc.Duration),
 	}
 	byAddr := make(map[string]*brokerSim, len(sc.Brokers))
-	resolver := latency.StaticResolver{}
+	resolver := probe.StaticResolver{}
 	var queues []route.MessageQueue
 	for i, b := range sc.Brokers {
 		bs := newBrokerSim(b, i, sc.Events)
@@ -226,7 +228,7 @@ func newEngine(sc *Scenario, spec Strategy, seconds int) (*engine, error) {
 // newProducer builds producer p of the run: its random sources, publish
 // info, timeline, latency strategy, picker and policy. The first producer's
 // random sources are those a run of one producer has.
-func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver latency.Resolver, detector *simDetector, index brokerNames) (*producerSim, error) {
+func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver probe.Resolver, detector *simDetector, index brokerNames) (*producerSim, error) {
 	sc, spec := e.sc, e.spec
 	idx, tbl := uint64(indexStream), uint64(tableStream)
 	if p > 0 {

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -68,12 +70,12 @@ func (spec *Strategy) budget(sc *Scenario) time.Duration {
 type Env struct {
 	// Clock is the run's virtual clock. Isolations end through its timers,
 	// which fire as the simulation moves it.
-	Clock *latency.ManualClock
+	Clock *clock.Manual
 	// Resolver knows every broker of the scenario.
-	Resolver latency.Resolver
+	Resolver probe.Resolver
 	// Detector answers probes at once from the broker's simulated state
 	// at the virtual moment of the probe.
-	Detector latency.ServiceDetector
+	Detector probe.ServiceDetector
 	// Random is the run's seeded random source for the fault table.
 	Random route.RandomSource
 	// Observer records the report's isolation timeline (which broker was
@@ -188,7 +190,7 @@ var (
 // the timeout error instead of waiting for it (waiting would deadlock the
 // virtual clock, which only the run moves).
 type simDetector struct {
-	clock  *latency.ManualClock
+	clock  *clock.Manual
 	epoch  time.Time
 	byAddr map[string]*brokerSim // read-only after setup
 }
@@ -202,7 +204,7 @@ func (d *simDetector) Detect(_ context.Context, endpoint string) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return &latency.ProbeError{Endpoint: endpoint, Err: err}
+		return &probe.Error{Endpoint: endpoint, Err: err}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 
@@ -40,7 +41,7 @@ type BrokerTimeline struct {
 // (record false): their samples only feed the herding figure (herd).
 type timeline struct {
 	latency.NopObserver
-	clock  *latency.ManualClock
+	clock  *clock.Manual
 	ft     latency.FaultTolerance // set once the strategy is built
 	index  map[string]int         // read-only, shared by a run's producers
 	names  []string               // the brokers, in the scenario's order
@@ -75,8 +76,8 @@ type brokerNames struct {
 	names []string
 }
 
-func newTimeline(sc *Scenario, clock *latency.ManualClock, names brokerNames, record bool) *timeline {
-	t := &timeline{clock: clock, index: names.index, record: record, names: names.names}
+func newTimeline(sc *Scenario, clk *clock.Manual, names brokerNames, record bool) *timeline {
+	t := &timeline{clock: clk, index: names.index, record: record, names: names.names}
 	if record {
 		t.tracks = make([]brokerTrack, len(sc.Brokers))
 		for i, b := range sc.Brokers {

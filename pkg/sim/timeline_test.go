@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe"
 )
@@ -189,11 +190,11 @@ func BenchmarkTimelineSample(b *testing.B) {
 			name = "update+sample"
 		}
 		b.Run(name, func(b *testing.B) {
-			clock := latency.NewManualClock(Epoch)
-			tl := newTimeline(sc, clock, brokerIndex(sc), true)
+			clk := clock.NewManual(Epoch)
+			tl := newTimeline(sc, clk, brokerIndex(sc), true)
 			cfg := latency.DefaultConfig()
 			cfg.Detector = false
-			strat, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(tl))
+			strat, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithObserver(tl))
 			if err != nil {
 				b.Fatal(err)
 			}

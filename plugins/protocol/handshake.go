@@ -28,7 +28,7 @@ const HostWatchStdin = "stdin"
 type Kind string
 
 const (
-	// KindDetector is a plugin that serves a latency.ServiceDetector.
+	// KindDetector is a plugin that serves a probe.ServiceDetector.
 	KindDetector Kind = "detector"
 	// KindFilter is a plugin that serves a BatchFilter.
 	KindFilter Kind = "filter"

@@ -1,6 +1,6 @@
 // Package pluginwire composes mqfault with a detector plugin: the Google Wire
 // provider set and injectors of package wire (github.com/mqfault/mqfault/wire)
-// with the latency.ServiceDetector supplied by an out-of-process plugin that
+// with the probe.ServiceDetector supplied by an out-of-process plugin that
 // plugins/host starts, checks and supervises.
 //
 // It is a package of its own because a plugin host links hashicorp/go-plugin,
@@ -21,7 +21,7 @@
 // the detector argument:
 //
 //	func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource,
-//		res latency.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
+//		res probe.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
 //		panic(gwire.Build(wire.CoreSet, wire.ClockSet, pluginwire.DetectorSet))
 //	}
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mqfault/mqfault/pkg/config"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
 	mqwire "github.com/mqfault/mqfault/wire"
@@ -41,7 +41,7 @@ func TestNewStrategy(t *testing.T) {
 	closed.Close()
 
 	cfg := config.DefaultConfig()
-	res := latency.StaticResolver{"up": up.Addr().String(), "down": downAddr}
+	res := probe.StaticResolver{"up": up.Addr().String(), "down": downAddr}
 	strat, cleanup, err := pluginwire.NewStrategy(cfg, res, host.Config{Path: bin})
 	if err != nil {
 		t.Fatalf("NewStrategy() error = %v", err)
@@ -68,7 +68,7 @@ func TestNewStrategy(t *testing.T) {
 func TestNewStrategyChecksum(t *testing.T) {
 	bin := tcpDetector
 	pin := strings.Repeat("0", 64)
-	_, _, err := pluginwire.NewStrategy(config.DefaultConfig(), latency.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
+	_, _, err := pluginwire.NewStrategy(config.DefaultConfig(), probe.StaticResolver{}, host.Config{Path: bin, SHA256: pin})
 	if !errors.Is(err, host.ErrChecksum) || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("NewStrategy() with a wrong pin: error = %v, want ErrChecksum saying checksum", err)
 	}
@@ -87,7 +87,7 @@ func TestNewProducer(t *testing.T) {
 		return producer.Result{MsgID: "id"}, nil
 	})
 	reg := prometheus.NewRegistry()
-	p, cleanup, err := pluginwire.NewProducer(config.DefaultConfig(), tr, &routes, latency.StaticResolver{},
+	p, cleanup, err := pluginwire.NewProducer(config.DefaultConfig(), tr, &routes, probe.StaticResolver{},
 		host.Config{Path: tcpDetector}, mqwire.Observability{Registerer: reg, Name: "orders"})
 	if err != nil {
 		t.Fatalf("NewProducer() error = %v", err)

@@ -7,7 +7,7 @@ import (
 )
 
 // DetectorSet provides a detector plugin, loaded and supervised by
-// plugins/host from a host.Config, as the latency.ServiceDetector; its
+// plugins/host from a host.Config, as the probe.ServiceDetector; its
 // cleanup stops the plugin process and waits for it. A caller cannot tell it
 // from a built-in detector: a plugin that dies answers inconclusive (nothing
 // changes) until the host has restarted it.

@@ -7,8 +7,10 @@
 package pluginwire
 
 import (
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/wire"
@@ -20,23 +22,23 @@ import (
 // plugin names is started (its SHA-256 checked when pinned), supervised and
 // restarted with backoff if it dies. The cleanup stops the strategy's
 // detector, then the plugin process, and waits for both.
-func NewStrategy(cfg config.Config, res latency.Resolver, plugin host.Config) (*latency.Strategy, func(), error) {
+func NewStrategy(cfg config.Config, res probe.Resolver, plugin host.Config) (*latency.Strategy, func(), error) {
 	latencyConfig, err := wire.StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	serviceDetector, cleanup, err := host.ProvideDetector(plugin)
 	if err != nil {
 		return nil, nil, err
 	}
 	observability := _wireObservabilityValue
-	observers, cleanup2, err := wire.ProvideObservers(cfg, observability, realClock)
+	observers, cleanup2, err := wire.ProvideObservers(cfg, observability, clockReal)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, realClock, res, serviceDetector, observers)
+	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, clockReal, res, serviceDetector, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
@@ -50,36 +52,36 @@ func NewStrategy(cfg config.Config, res latency.Resolver, plugin host.Config) (*
 }
 
 var (
-	_wireRealClockValue     = latency.RealClock{}
+	_wireRealValue          = clock.Real{}
 	_wireObservabilityValue = wire.Observability{}
 )
 
 // NewProducer is wire.NewObservedProducer with a detector plugin (see
 // NewStrategy). The cleanup closes the producer, the strategy, then the
 // plugin.
-func NewProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res latency.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
+func NewProducer(cfg config.Config, transport producer.Transport, routes producer.RouteSource, res probe.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
 	producerConfig := wire.ProducerConfig(cfg)
 	latencyConfig, err := wire.StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	serviceDetector, cleanup, err := host.ProvideDetector(plugin)
 	if err != nil {
 		return nil, nil, err
 	}
-	observers, cleanup2, err := wire.ProvideObservers(cfg, obs, realClock)
+	observers, cleanup2, err := wire.ProvideObservers(cfg, obs, clockReal)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, realClock, res, serviceDetector, observers)
+	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, clockReal, res, serviceDetector, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	producerProducer, cleanup4, err := wire.ProvideProducer(producerConfig, transport, routes, strategy, realClock, observers)
+	producerProducer, cleanup4, err := wire.ProvideProducer(producerConfig, transport, routes, strategy, clockReal, observers)
 	if err != nil {
 		cleanup3()
 		cleanup2()

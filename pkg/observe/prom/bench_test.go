@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe"
 	"github.com/mqfault/mqfault/pkg/producer"
@@ -23,8 +24,8 @@ func benchStrategy(b *testing.B, opts ...latency.Option) (*latency.Strategy, *ro
 	b.Helper()
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	clock := latency.NewManualClock(t0)
-	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clock)}, opts...)...)
+	clk := clock.NewManual(t0)
+	s, err := latency.NewStrategy(cfg, append([]latency.Option{latency.WithClock(clk)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,11 +112,11 @@ func BenchmarkPick(b *testing.B) {
 // the interval).
 func BenchmarkUpdate(b *testing.B) {
 	run := func(b *testing.B, opts ...latency.Option) *latency.Strategy {
-		clock := latency.NewManualClock(t0)
-		s, _ := benchStrategy(b, append(opts, latency.WithClock(clock))...)
+		clk := clock.NewManual(t0)
+		s, _ := benchStrategy(b, append(opts, latency.WithClock(clk))...)
 		b.ReportAllocs()
 		for b.Loop() {
-			clock.Advance(time.Millisecond)
+			clk.Advance(time.Millisecond)
 			s.Update("broker-00", 20*time.Millisecond, true, true)
 		}
 		return s

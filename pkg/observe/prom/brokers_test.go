@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
@@ -61,10 +62,10 @@ func contains(s, sub string) bool {
 // series stay bounded by the routes' brokers.
 func TestBrokerSeries(t *testing.T) {
 	m, reg := newRegistered(t)
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithObserver(m))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithObserver(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +135,10 @@ func TestDocListsEveryMetric(t *testing.T) {
 		documented[m[1]] = true
 	}
 	m, reg := newRegistered(t)
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithStageCounter(latency.NewStageCounter()), latency.WithObserver(m))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithStageCounter(latency.NewStageCounter()), latency.WithObserver(m))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe/prom"
 )
@@ -19,7 +20,7 @@ func ExampleNew() {
 
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(0, 0))),
+	s, _ := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.Unix(0, 0))),
 		latency.WithObserver(m), latency.WithStageCounter(latency.NewStageCounter()))
 	defer s.Close()
 	m.Watch(s)
@@ -57,7 +58,7 @@ func ExampleNew_twoProducers() {
 			fmt.Println(err)
 			return
 		}
-		s, _ := latency.NewStrategy(cfg, latency.WithClock(latency.NewManualClock(time.Unix(0, 0))), latency.WithObserver(m))
+		s, _ := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(time.Unix(0, 0))), latency.WithObserver(m))
 		defer s.Close()
 		m.Watch(s)
 		if name == "orders" {

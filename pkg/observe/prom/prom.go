@@ -55,6 +55,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -275,7 +276,7 @@ func (m *Metrics) OnProbe(ev latency.ProbeEvent) {
 	switch {
 	case ev.Err == nil:
 		m.probes[0].Inc()
-	case errors.Is(ev.Err, latency.ErrProbeInconclusive):
+	case errors.Is(ev.Err, probe.ErrInconclusive):
 		m.probes[2].Inc()
 	default:
 		m.probes[1].Inc()

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/pkg/route"
 )
@@ -81,7 +83,7 @@ func TestEvents(t *testing.T) {
 	m.OnRecover(latency.RecoveryEvent{Broker: "a"})
 	m.OnProbe(latency.ProbeEvent{Broker: "a"})
 	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: errors.New("refused")})
-	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("x: %w", latency.ErrProbeInconclusive)})
+	m.OnProbe(latency.ProbeEvent{Broker: "a", Err: fmt.Errorf("x: %w", probe.ErrInconclusive)})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("a"), Outcome: producer.Outcome{Class: latency.ClassTransportFailed}})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
@@ -127,10 +129,10 @@ func TestEvents(t *testing.T) {
 
 func TestWatch(t *testing.T) {
 	m, reg := newRegistered(t, WithNamespace("app"))
-	clock := latency.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg := latency.Reference5()
 	cfg.FaultTolerance = true
-	s, err := latency.NewStrategy(cfg, latency.WithClock(clock), latency.WithStageCounter(latency.NewStageCounter()), latency.WithObserver(m))
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clk), latency.WithStageCounter(latency.NewStageCounter()), latency.WithObserver(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Update("a", time.Millisecond, true, false)
-	clock.Advance(time.Second)
+	clk.Advance(time.Second)
 	s.Update("a", time.Millisecond, true, false) // while isolated: an extension, not a new isolation
 	for range 4 {
 		s.Select(info, latency.PickInfo{})
@@ -159,7 +161,7 @@ func TestWatch(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
-	clock.Advance(time.Minute)
+	clk.Advance(time.Minute)
 	got = gather(t, reg)
 	// One isolation begun, one ended, none now: the counters agree with
 	// the gauge.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe"
@@ -75,17 +76,17 @@ var ErrDuplicateMetrics = errors.New("the Registerer already has mqfault's metri
 
 // New builds the observers for cfg: an observe.Logger on o.Logger
 // (rate-limited by cfg.LogInterval, measured on clock; nil is
-// latency.RealClock), prom.Metrics registered with o.Registerer when set
+// clock.Real), prom.Metrics registered with o.Registerer when set
 // (labelled producer=o.Name when the name is not empty), o's own observers,
 // and a stage counter when cfg.CountStages. cfg is not validated here. The
 // cleanup unregisters the metrics; call it once, after the producer and the
 // strategy are closed. On error nothing stays registered.
-func New(cfg config.Config, o Observability, clock latency.Clock) (Observers, func(), error) {
+func New(cfg config.Config, o Observability, clk clock.Clock) (Observers, func(), error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	logObs := observe.NewLogger(log, observe.WithInterval(cfg.LogInterval), observe.WithLogClock(clock))
+	logObs := observe.NewLogger(log, observe.WithInterval(cfg.LogInterval), observe.WithLogClock(clk))
 	out := Observers{Logger: log}
 	lats := []latency.Observer{logObs}
 	prods := []producer.Observer{logObs}

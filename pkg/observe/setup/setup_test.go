@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/observe/setup"
@@ -110,15 +111,15 @@ func TestNew(t *testing.T) {
 	mine := &counting{}
 	cfg := config.DefaultConfig()
 	cfg.Strategy.Detector = false
-	clock := latency.NewManualClock(time.Unix(1_700_000_000, 0))
-	obs, cleanup, err := setup.New(cfg, setup.Observability{Logger: slog.New(rec), Registerer: reg, Name: "orders", Strategy: mine, Producer: mine}, clock)
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	obs, cleanup, err := setup.New(cfg, setup.Observability{Logger: slog.New(rec), Registerer: reg, Name: "orders", Strategy: mine, Producer: mine}, clk)
 	if err != nil {
 		t.Fatalf("New() error = %v", err)
 	}
 	if obs.Metrics == nil || obs.Stages == nil || obs.Logger == nil {
 		t.Fatalf("New() = %+v, want metrics, a stage counter and a logger", obs)
 	}
-	strat, err := latency.NewStrategy(cfg.Strategy, append([]latency.Option{latency.WithClock(clock)}, obs.StrategyOptions()...)...)
+	strat, err := latency.NewStrategy(cfg.Strategy, append([]latency.Option{latency.WithClock(clk)}, obs.StrategyOptions()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestNew(t *testing.T) {
 		}
 		return producer.Result{MsgID: "id"}, nil
 	})
-	p, err := producer.New(tr, &routes, strat, cfg.Producer, append([]producer.Option{producer.WithClock(clock)}, obs.ProducerOptions()...)...)
+	p, err := producer.New(tr, &routes, strat, cfg.Producer, append([]producer.Option{producer.WithClock(clk)}, obs.ProducerOptions()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

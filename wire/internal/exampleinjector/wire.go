@@ -6,7 +6,7 @@ import (
 	gwire "github.com/google/wire"
 
 	"github.com/mqfault/mqfault/pkg/config"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/wire"
@@ -18,6 +18,6 @@ import (
 // argument pluginwire.DetectorSet needs). The cleanup closes the producer,
 // the strategy, then the plugin.
 func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource,
-	res latency.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
+	res probe.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
 	panic(gwire.Build(wire.CoreSet, wire.ClockSet, pluginwire.DetectorSet))
 }

@@ -7,8 +7,9 @@
 package exampleinjector
 
 import (
+	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/config"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/wire"
@@ -20,29 +21,29 @@ import (
 // core sets, the real clock and a detector plugin (whose host.Config is the
 // argument pluginwire.DetectorSet needs). The cleanup closes the producer,
 // the strategy, then the plugin.
-func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource, res latency.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
+func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSource, res probe.Resolver, plugin host.Config, obs wire.Observability) (*producer.Producer, func(), error) {
 	producerConfig := wire.ProducerConfig(cfg)
 	latencyConfig, err := wire.StrategyConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	realClock := _wireRealClockValue
+	clockReal := _wireRealValue
 	serviceDetector, cleanup, err := host.ProvideDetector(plugin)
 	if err != nil {
 		return nil, nil, err
 	}
-	observers, cleanup2, err := wire.ProvideObservers(cfg, obs, realClock)
+	observers, cleanup2, err := wire.ProvideObservers(cfg, obs, clockReal)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, realClock, res, serviceDetector, observers)
+	strategy, cleanup3, err := wire.ProvideStrategy(latencyConfig, clockReal, res, serviceDetector, observers)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	producerProducer, cleanup4, err := wire.ProvideProducer(producerConfig, t, r, strategy, realClock, observers)
+	producerProducer, cleanup4, err := wire.ProvideProducer(producerConfig, t, r, strategy, clockReal, observers)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -58,5 +59,5 @@ func NewMyProducer(cfg config.Config, t producer.Transport, r producer.RouteSour
 }
 
 var (
-	_wireRealClockValue = latency.RealClock{}
+	_wireRealValue = clock.Real{}
 )

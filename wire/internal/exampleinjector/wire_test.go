@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mqfault/mqfault/pkg/config"
-	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/probe"
 	"github.com/mqfault/mqfault/pkg/producer"
 	"github.com/mqfault/mqfault/plugins/host"
 	"github.com/mqfault/mqfault/plugins/plugintest"
@@ -33,7 +33,7 @@ func TestNewMyProducer(t *testing.T) {
 	tr := producer.TransportFunc(func(context.Context, producer.Attempt) (producer.Result, error) {
 		return producer.Result{MsgID: "id"}, nil
 	})
-	p, cleanup, err := exampleinjector.NewMyProducer(config.DefaultConfig(), tr, &routes, latency.StaticResolver{},
+	p, cleanup, err := exampleinjector.NewMyProducer(config.DefaultConfig(), tr, &routes, probe.StaticResolver{},
 		host.Config{Path: tcpDetector}, wire.Observability{})
 	if err != nil {
 		t.Fatalf("NewMyProducer() error = %v", err)
@@ -47,7 +47,7 @@ func TestNewMyProducer(t *testing.T) {
 	cleanup()
 
 	missing := filepath.Join(t.TempDir(), "no-plugin")
-	p, cleanup, err = exampleinjector.NewMyProducer(config.DefaultConfig(), tr, &routes, latency.StaticResolver{},
+	p, cleanup, err = exampleinjector.NewMyProducer(config.DefaultConfig(), tr, &routes, probe.StaticResolver{},
 		host.Config{Path: missing}, wire.Observability{})
 	if !errors.Is(err, host.ErrStart) || p != nil || cleanup != nil {
 		t.Errorf("NewMyProducer(a missing plugin) = %v, cleanup set %v, error %v; want nil, no cleanup, host.ErrStart", p, cleanup != nil, err)

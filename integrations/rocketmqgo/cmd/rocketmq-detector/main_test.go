@@ -41,7 +41,7 @@ func broker(t *testing.T, f remotingtest.Fault) *remotingtest.Broker {
 	return b
 }
 
-// TestConformance runs latency/detectortest on the plugin through the real
+// TestConformance runs probe/probetest on the plugin through the real
 // host: a live broker is reachable; a closed port, a port that accepts and
 // closes, and a hung broker are unreachable; a mute port and a hung broker
 // time out.

@@ -43,7 +43,7 @@ func hungBroker(t testing.TB) *remotingtest.Broker {
 	return b
 }
 
-// TestConformance runs latency/detectortest on the detector: a live broker
+// TestConformance runs probe/probetest on the detector: a live broker
 // is reachable, a closed port unreachable, a port that accepts and stays
 // mute and a hung broker time out.
 func TestConformance(t *testing.T) {
