@@ -14,7 +14,7 @@ import (
 	"github.com/mqfault/mqfault/pkg/probe"
 )
 
-// Detector runs the reference's detector rounds (detectByOneRound) over a
+// detector runs the reference's detector rounds (detectByOneRound) over a
 // fault table: each item whose check stamp has passed gets a new stamp (now +
 // interval); a broker the resolver no longer knows is dropped; otherwise, if
 // there is a ServiceDetector, the broker's address is probed with a timeout and
@@ -25,18 +25,17 @@ import (
 // inconclusive probe: it is the detector that failed, not the broker (see
 // ServiceDetector).
 //
-// The reference probes one broker after another; a Detector probes up to
+// The reference probes one broker after another; a detector probes up to
 // parallel at once (1 by default), taking each item in broker-name order as a
 // probe slot frees up, so with parallel 1 it is the reference's round.
 //
-// A Strategy builds its own Detector (WithResolver) and runs its rounds
-// (Start, DetectRound). NewDetector builds one over a table of your own, for
-// running rounds on your own schedule; the zero Detector has no table, and its
-// Round reports nothing. Round may be called from several goroutines: a
-// broker is probed by one of them at a time, and each returns once every
-// broker it came to has its verdict. Two Detectors over one table do not
-// know of each other's probes.
-type Detector struct {
+// A Strategy builds its own detector (WithResolver) and runs its rounds
+// (Start, DetectRound); the zero detector has no table, and its Round
+// reports nothing. Round may be called from several goroutines: a broker is
+// probed by one of them at a time, and each returns once every broker it
+// came to has its verdict. Two detectors over one table do not know of each
+// other's probes.
+type detector struct {
 	table    *FaultTable
 	resolver probe.Resolver
 	service  probe.ServiceDetector
@@ -58,9 +57,9 @@ type Detector struct {
 	awaiting func()                  // test hook: called when a round starts waiting for another round's probes
 }
 
-// DetectorConfig is what NewDetector needs. Table, Resolver, Interval and
+// detectorConfig is what newDetector needs. Table, Resolver, Interval and
 // Timeout are required; the rest have defaults.
-type DetectorConfig struct {
+type detectorConfig struct {
 	Table    *FaultTable           // the items to check (mode v5: mode v4 has no detector)
 	Resolver probe.Resolver        // broker name to address; a broker it does not know is dropped
 	Service  probe.ServiceDetector // the probe; nil means no probes (stamps and drops only)
@@ -76,15 +75,15 @@ type DetectorConfig struct {
 	// RecoveredAfter, when positive, makes probes that have answered that
 	// long since a lengthened failure isolation began cut it, once per
 	// recovery (Config.RecoveredAfter). The rule's guard against busy or
-	// slow brokers needs a Strategy's outcome hook: a Detector over a table
-	// of your own applies the others only.
+	// slow brokers needs a Strategy's outcome hook: a detector without one
+	// applies the others only.
 	RecoveredAfter time.Duration
 }
 
-// NewDetector validates cfg and returns a Detector over cfg.Table, or every
+// newDetector validates cfg and returns a detector over cfg.Table, or every
 // problem at once as *ConfigError values joined with errors.Join (each
 // matching ErrInvalidConfig).
-func NewDetector(cfg DetectorConfig) (*Detector, error) {
+func newDetector(cfg detectorConfig) (*detector, error) {
 	var l configerr.List
 	if cfg.Table == nil {
 		l.Add(invalid("Table", nil, "is required"))
@@ -115,7 +114,7 @@ func NewDetector(cfg DetectorConfig) (*Detector, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Detector{
+	return &detector{
 		table:    cfg.Table,
 		resolver: cfg.Resolver,
 		service:  cfg.Service,
@@ -161,7 +160,7 @@ type roundCounters struct {
 // starting probes, makes the running ones inconclusive and stops the wait
 // for other rounds' probes. Safe to call from several goroutines; it blocks
 // for as long as the probes it waits for.
-func (d *Detector) Round(ctx context.Context) RoundReport {
+func (d *detector) Round(ctx context.Context) RoundReport {
 	if d.table == nil {
 		return RoundReport{}
 	}
@@ -185,7 +184,7 @@ func (d *Detector) Round(ctx context.Context) RoundReport {
 
 // round is one Round's state.
 type round struct {
-	d       *Detector
+	d       *detector
 	ctx     context.Context
 	sem     chan struct{} // probe slots
 	c       roundCounters
@@ -269,7 +268,7 @@ func (r *round) await(others []held) []*slot {
 // check and returns done, which unclaim closes once sl's verdict is applied.
 // When another round holds sl, it returns that round's done as other. Both
 // are nil when sl is not due (or has left the table).
-func (d *Detector) claim(sl *slot, now int64) (done, other chan struct{}) {
+func (d *detector) claim(sl *slot, now int64) (done, other chan struct{}) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if ch := d.inflight[sl]; ch != nil {
@@ -290,7 +289,7 @@ func (d *Detector) claim(sl *slot, now int64) (done, other chan struct{}) {
 
 // unclaim ends this round's hold on sl, taken by claim, waking the rounds
 // waiting for it.
-func (d *Detector) unclaim(sl *slot, done chan struct{}) {
+func (d *detector) unclaim(sl *slot, done chan struct{}) {
 	d.mu.Lock()
 	delete(d.inflight, sl)
 	d.mu.Unlock()
@@ -302,7 +301,7 @@ func (d *Detector) unclaim(sl *slot, done chan struct{}) {
 // answer is taken until ProbeGrace past it; a Detect call still running
 // then is an inconclusive probe (ErrNoAnswer), and is waited for by wait
 // (Close), not by the round.
-func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCounters) {
+func (d *detector) probe(ctx context.Context, sl *slot, addr string, c *roundCounters) {
 	c.probed.Add(1)
 	start := d.clock.Elapsed()
 	d.calls.Add(1)
@@ -345,7 +344,7 @@ func (d *Detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 
 // detect calls the service detector, turning a panic into an inconclusive
 // answer so a faulty detector cannot take the producer down.
-func (d *Detector) detect(ctx context.Context, addr string) (err error) {
+func (d *detector) detect(ctx context.Context, addr string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.log.Error("latency: service detector panicked", "addr", addr, "panic", r)
@@ -356,7 +355,7 @@ func (d *Detector) detect(ctx context.Context, addr string) (err error) {
 }
 
 // wait blocks until every Detect call has returned.
-func (d *Detector) wait() { d.calls.Wait() }
+func (d *detector) wait() { d.calls.Wait() }
 
 // removeSlot drops sl's broker if sl is still its slot.
 func (t *FaultTable) removeSlot(sl *slot) {

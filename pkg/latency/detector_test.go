@@ -823,3 +823,48 @@ func TestDetectRoundReprobesStaleInFlight(t *testing.T) {
 		t.Errorf("first DetectRound() = %+v, want %+v", got, want)
 	}
 }
+
+// TestDetectorOwnTableRound: a detector over a table of its own, one round
+// over a table where a and b are isolated and unreachable and c is a broker
+// the resolver does not know: c is dropped, a answers and becomes reachable,
+// b is refused; a config without Resolver, Interval and Timeout names all three.
+func TestDetectorOwnTableRound(t *testing.T) {
+	var got strings.Builder
+	clk := clock.NewManual(time.UnixMilli(1000000))
+	table := latency.NewFaultTable(latency.ModeV5, clk)
+	for _, b := range []string{"a", "b", "c"} {
+		table.Update(b, 0, 30*time.Second, false)
+	}
+	d, err := latency.NewDetector(latency.DetectorConfig{
+		Table:    table,
+		Resolver: probe.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"},
+		Service: probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
+			if addr == "10.0.0.1:10911" {
+				return nil
+			}
+			return errors.New("connection refused")
+		}),
+		Clock:    clk,
+		Interval: 2 * time.Second,
+		Timeout:  200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&got, "%+v\n", d.Round(context.Background()))
+	for _, it := range table.Items() {
+		fmt.Fprintln(&got, it.Broker, it.Reachable, it.Available)
+	}
+	_, err = latency.NewDetector(latency.DetectorConfig{Table: table})
+	fmt.Fprintln(&got, err)
+	want := `{Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0 Awaited:0}
+a true false
+b false false
+latency: Resolver = <nil>: is required
+latency: Interval = 0s: must be positive
+latency: Timeout = 0s: must be positive
+`
+	if got.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", got.String(), want)
+	}
+}

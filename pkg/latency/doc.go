@@ -18,8 +18,7 @@
 //
 // [Strategy.Start] runs the detector, which probes isolated brokers through a
 // [Resolver] and a [ServiceDetector] (WithResolver, WithServiceDetector);
-// [Strategy.Close] stops it. [NewDetector] builds one over a table of your
-// own, to run its rounds yourself.
+// [Strategy.Close] stops it.
 //
 // The state lives in a [FaultTable]: per broker its last latency, until when
 // it is isolated and whether it is reachable. A strategy has its own table,

@@ -248,47 +248,6 @@ func ExampleStrategy_Start() {
 	// latency: strategy closed
 }
 
-// NewDetector runs the detector's rounds over a table of your own, on your
-// own schedule: here one round over a table where a and b are isolated and
-// unreachable and c is a broker no route knows any more.
-func ExampleNewDetector() {
-	clk := clock.NewManual(time.UnixMilli(1000000))
-	table := latency.NewFaultTable(latency.ModeV5, clk)
-	for _, b := range []string{"a", "b", "c"} {
-		table.Update(b, 0, 30*time.Second, false)
-	}
-	d, err := latency.NewDetector(latency.DetectorConfig{
-		Table:    table,
-		Resolver: probe.StaticResolver{"a": "10.0.0.1:10911", "b": "10.0.0.2:10911"},
-		Service: probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
-			if addr == "10.0.0.1:10911" {
-				return nil
-			}
-			return errors.New("connection refused")
-		}),
-		Clock:    clk,
-		Interval: 2 * time.Second,
-		Timeout:  200 * time.Millisecond,
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%+v\n", d.Round(context.Background()))
-	for _, it := range table.Items() {
-		fmt.Println(it.Broker, it.Reachable, it.Available)
-	}
-	_, err = latency.NewDetector(latency.DetectorConfig{Table: table})
-	fmt.Println(err)
-	// Output:
-	// {Due:3 Removed:1 Probed:2 Reachable:1 Unreachable:1 Inconclusive:0 TimedOut:0 NoAnswer:0 Awaited:0}
-	// a true false
-	// b false false
-	// latency: Resolver = <nil>: is required
-	// latency: Interval = 0s: must be positive
-	// latency: Timeout = 0s: must be positive
-}
-
 // The root README's "Compose a strategy": a strategy with the detector, one
 // pick over a route built in code, the attempt's outcome reported through the
 // pick.

@@ -9,3 +9,11 @@ func WalkOnly(s *Strategy) { s.walkOnly = true }
 // OnAwait makes s's detector call f when a round starts waiting for the
 // probes another round has in flight. Call it before the first round.
 func OnAwait(s *Strategy, f func()) { s.detector.awaiting = f }
+
+// The detector's constructor, for the tests of its rounds.
+type (
+	Detector       = detector
+	DetectorConfig = detectorConfig
+)
+
+var NewDetector = newDetector

@@ -48,7 +48,7 @@ type Strategy struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	obs      *observerGate // nil without an observer; closed by Close
-	detector *Detector     // nil without a resolver or the built-in table
+	detector *detector     // nil without a resolver or the built-in table
 	period   time.Duration
 
 	mu        sync.Mutex // guards started, closed and loopDone
@@ -184,7 +184,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 		s.policies = newPolicies(cfg)
 	}
 	if o.resolver != nil && spec.detector {
-		d, err := NewDetector(DetectorConfig{
+		d, err := newDetector(detectorConfig{
 			Table:          s.table,
 			Resolver:       o.resolver,
 			Service:        o.service,
@@ -294,7 +294,7 @@ func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, is
 // strategy has none. When it returns, every broker due has been probed and
 // its verdict applied, and so has every broker the background loop's round
 // was probing meanwhile (waited for: RoundReport.Awaited, and probed again
-// when its check stamp has passed by then; see Detector.Round). ctx cancels the round and the wait; probes already
+// when its check stamp has passed by then; see detector.Round). ctx cancels the round and the wait; probes already
 // running count as inconclusive. Safe for concurrent use; blocks for as long
 // as the probes it waits for (each bounded by DetectTimeout plus ProbeGrace).
 func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
