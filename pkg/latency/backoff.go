@@ -127,12 +127,12 @@ func (b *backoff) answered(s *slot) {
 	}
 }
 
-// BackoffLevel returns how many failure isolations of broker the backoff
+// backoffLevel returns how many failure isolations of broker the backoff
 // still counts (0 when none, or when the broker has no item): its next
 // failure isolation is the duration table's times IsolationBackoff to that
 // power, up to MaxIsolation. It is 0 unless Config.IsolationBackoff is on.
 // Safe for concurrent use.
-func (s *Strategy) BackoffLevel(broker string) int {
+func (s *Strategy) backoffLevel(broker string) int {
 	b, ok := s.policies.isolation.(*backoff)
 	if !ok {
 		return 0

@@ -51,9 +51,9 @@ type Config struct {
 	// count as available in the cascade's first stage: least bad means
 	// isolated for latency rather than by a failure, then reachable, then a
 	// faster last send (graded by the duration table), then the isolation
-	// ending sooner, then the lower latency, then the name
-	// (Strategy.Released lists them). A retry still prefers a broker that
-	// nothing isolates to one the cap keeps in service. The table itself,
+	// ending sooner, then the lower latency, then the name.
+	// A retry still prefers a broker that nothing isolates to one the cap
+	// keeps in service. The table itself,
 	// its items and its events are unchanged. A newly isolated broker is
 	// avoided at once; picks keep costing what they cost without the cap
 	// (BenchmarkSelect/.../policies). 0 turns the cap off (so does 1);

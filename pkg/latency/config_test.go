@@ -362,9 +362,9 @@ func TestNewStrategyFaultTableMode(t *testing.T) {
 	}{
 		{"same mode", latency.Reference4(), latency.NewFaultTable(latency.ModeV4, nil), ""},
 		{"default modes", latency.Config{DetectInterval: 1, DetectTimeout: 1, DetectPeriod: 1, DetectParallel: 1}, latency.NewFaultTable("", nil), ""},
-		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "WithFaultTable"},
-		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "WithFaultTable"},
-		{"nil table", latency.Reference5(), nil, "WithFaultTable"},
+		{"v5 table, v4 strategy", latency.Reference4(), latency.NewFaultTable(latency.ModeV5, nil), "withFaultTable"},
+		{"v4 table, v5 strategy", latency.Reference5(), latency.NewFaultTable(latency.ModeV4, nil), "withFaultTable"},
+		{"nil table", latency.Reference5(), nil, "withFaultTable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,13 +17,12 @@
 // runs pick, attempt, Done and retry.
 //
 // [Strategy.Start] runs the detector, which probes isolated brokers through a
-// [Resolver] and a [ServiceDetector] (WithResolver, WithServiceDetector);
-// [Strategy.Close] stops it.
+// [probe.Resolver] and a [probe.ServiceDetector] ([WithResolver],
+// [WithServiceDetector]); [Strategy.Close] stops it.
 //
-// The state lives in a [FaultTable]: per broker its last latency, until when
-// it is isolated and whether it is reachable. A strategy has its own table,
-// or shares one given with [WithFaultTable]. What a mode changes (the
-// cascade of stages a pick goes through, the update rules, the duration
+// The state lives in a [FaultTable] ([Strategy.Table]): per broker its last
+// latency, until when it is isolated and whether it is reachable. What a mode
+// changes (the cascade of stages a pick goes through, the update rules, the duration
 // table) is chosen once when the strategy is built; [Stage] names the stages
 // and a [StageCounter] counts picks by the stage that answered.
 //
@@ -54,8 +53,7 @@
 //     probe contract it calls, ServiceDetector, is package probe's, and
 //     probetest checks a ServiceDetector against it);
 //   - observer.go (what a strategy reports), stagecount.go (picks counted by
-//     stage), errors.go (configuration errors), leaves.go (latency's older
-//     names of package clock's and package probe's types).
+//     stage), errors.go (configuration errors).
 //
 // The clocks (Clock, the manual clock, contexts on a clock) are package
 // clock's, the probe contract package probe's: leaf packages that plugins

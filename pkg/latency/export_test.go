@@ -1,5 +1,7 @@
 package latency
 
+import "github.com/mqfault/mqfault/pkg/route"
+
 // WalkOnly makes s probe queue by queue and sort the table on every
 // least-bad pick, ignoring the routes' flag summaries and the kept order:
 // the reference's procedure, which the model tests hold the fast path to.
@@ -17,3 +19,21 @@ type (
 )
 
 var NewDetector = newDetector
+
+// The fault table's constructor and options, for tests of tables of their own
+// and of strategies sharing one.
+type TableOption = tableOption
+
+var (
+	NewFaultTable     = newFaultTable
+	WithFaultTable    = withFaultTable
+	WithTableObserver = withTableObserver
+)
+
+// Introspection the tests check the policies and the table with.
+func (s *Strategy) BackoffLevel(broker string) int            { return s.backoffLevel(broker) }
+func (s *Strategy) Released(info *route.PublishInfo) []string { return s.released(info) }
+func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
+	return t.setReachable(broker, reachable)
+}
+func (t *FaultTable) Retain(keep func(broker string) bool) []string { return t.retain(keep) }

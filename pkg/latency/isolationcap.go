@@ -266,12 +266,12 @@ func trueFirst(a, b bool) int {
 	return 1
 }
 
-// Released returns the brokers of info that the isolation cap keeps in
+// released returns the brokers of info that the isolation cap keeps in
 // service right now although the fault table isolates them, in the publish
 // info's broker order; nil when the cap is off or does not bind for this
 // route. It brings the route's view up to date first, as a pick would. Safe
 // for concurrent use; it allocates the result.
-func (s *Strategy) Released(info *route.PublishInfo) []string {
+func (s *Strategy) released(info *route.PublishInfo) []string {
 	if s.policies.release == nil || info.Len() == 0 {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 
 // A fault table drops the items of brokers that no route names any more (the
 // reference keeps them until a detector round finds no address for them).
-// Several strategies may keep their state in one table (WithFaultTable), so
+// Several strategies may keep their state in one table (withFaultTable), so
 // the table asks all of them: each strategy holds a claim on the table, the
 // brokers of the routes announced to it (RouteChanged, RouteRemoved), and a
 // broker's item is dropped only when no claim names it. A strategy announced
@@ -71,7 +71,7 @@ func (t *FaultTable) setClaim(c *claim, names map[string]struct{}) []string {
 	if rc.open > 0 {
 		return nil
 	}
-	return t.Retain(func(b string) bool { return rc.refs[b] > 0 })
+	return t.retain(func(b string) bool { return rc.refs[b] > 0 })
 }
 
 // releaseClaim gives c up: the brokers it named are kept for it no longer

@@ -92,17 +92,17 @@ func WithResolver(r probe.Resolver) Option { return func(o *options) { o.resolve
 // rounds still drop brokers the resolver no longer knows, and probe nothing.
 func WithServiceDetector(d probe.ServiceDetector) Option { return func(o *options) { o.service = d } }
 
-// WithFaultTable makes the strategy keep its fault state in t, a table of
+// withFaultTable makes the strategy keep its fault state in t, a table of
 // the strategy's mode, instead of a table of its own: strategies given one
 // table share what their sends found. The strategy reads and updates t and
-// never changes anything else about it: t's observer (WithTableObserver) is
+// never changes anything else about it: t's observer (withTableObserver) is
 // told of its recoveries, the strategy's observer of the isolations the
 // strategy's own updates cause. A route change drops a broker's item only
 // when no route announced to any strategy over t names it, and not while a
 // strategy over t that was announced no route yet is open (routebrokers.go);
 // Close a strategy you are done with, or its routes keep their brokers'
 // items in t.
-func WithFaultTable(t *FaultTable) Option {
+func withFaultTable(t *FaultTable) Option {
 	return func(o *options) { o.table, o.tableSet = t, true }
 }
 
@@ -143,9 +143,9 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	if o.tableSet {
 		switch t := o.table; {
 		case t == nil:
-			return nil, invalid("WithFaultTable", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
+			return nil, invalid("withFaultTable", "(*FaultTable)(nil)", "is a nil table (leave it out for a new one)")
 		case t.mode != mode:
-			return nil, invalid("WithFaultTable", string(t.mode),
+			return nil, invalid("withFaultTable", string(t.mode),
 				"the fault table's update rules are those of another mode than the strategy's ("+string(mode)+")")
 		}
 	}
@@ -175,7 +175,7 @@ func NewStrategy(cfg Config, opts ...Option) (*Strategy, error) {
 	s.detectorOn.Store(cfg.Detector)
 
 	if s.table = o.table; s.table == nil {
-		s.table = NewFaultTable(mode, o.clock, WithTableObserver(o.obs))
+		s.table = newFaultTable(mode, o.clock, withTableObserver(o.obs))
 		if o.random != nil {
 			s.table.worst = route.NewIndex(o.random)
 		}
@@ -217,7 +217,7 @@ func (s *Strategy) Mode() Mode { return s.mode }
 func (s *Strategy) FaultTolerance() FaultTolerance { return s.table }
 
 // Table returns the fault table the strategy uses: its own, or the one
-// given with WithFaultTable.
+// given with withFaultTable.
 func (s *Strategy) Table() *FaultTable { return s.table }
 
 // SetFaultTolerance turns latency fault tolerance on or off; safe to call at
@@ -259,8 +259,8 @@ func (s *Strategy) IsolationLatency() time.Duration { return s.spec.isolationLat
 // Otherwise the broker is isolated for Durations().Isolation(latency), or for
 // the isolation latency's duration when isolation is true; v5 keeps
 // reachable, v4 ignores it. With Config.IsolationBackoff on, a failure's
-// isolation grows with the broker's unforgiven failure isolations (see
-// BackoffLevel), and an update that isolates nothing forgives one unit of them.
+// isolation grows with the broker's unforgiven failure isolations, and an
+// update that isolates nothing forgives one unit of them.
 // A negative latency (a caller's clock that stepped back) counts as 0: it is
 // recorded, and looked up in the duration table, as 0 (the reference would
 // store it and rank the broker above every healthy one).

@@ -20,7 +20,7 @@ import (
 // block; IsAvailable and IsReachable may be called on the pick path.
 //
 // *FaultTable is its implementation, and the one a Strategy keeps its state
-// in (its own, or one given with WithFaultTable); the interface is how
+// in (its own, or one given with withFaultTable); the interface is how
 // readers that only need the table's operations (observers, HTTP handlers,
 // tests with mocks) see it.
 type FaultTolerance interface {
@@ -111,18 +111,18 @@ type FaultTable struct {
 
 var _ FaultTolerance = (*FaultTable)(nil)
 
-// TableOption configures a FaultTable.
-type TableOption func(*FaultTable)
+// tableOption configures a FaultTable.
+type tableOption func(*FaultTable)
 
-// WithTableObserver sets who is told of the table's recoveries and of the
+// withTableObserver sets who is told of the table's recoveries and of the
 // isolations its own Update causes (a strategy's updates are told to the
 // strategy's observer).
-func WithTableObserver(obs Observer) TableOption { return func(t *FaultTable) { t.obs = obs } }
+func withTableObserver(obs Observer) tableOption { return func(t *FaultTable) { t.obs = obs } }
 
-// NewFaultTable returns an empty table with mode's update rules (ModeV5
+// newFaultTable returns an empty table with mode's update rules (ModeV5
 // extends isolations and keeps reachability; ModeV4 overwrites isolations;
 // "" or an unregistered mode is ModeV5). A nil clock is RealClock.
-func NewFaultTable(mode Mode, clk clock.Clock, opts ...TableOption) *FaultTable {
+func newFaultTable(mode Mode, clk clock.Clock, opts ...tableOption) *FaultTable {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -152,7 +152,7 @@ type slot struct {
 	// id is given again.
 	id     int32
 	handle handle
-	// gone is set when the slot leaves the table's map (Remove, Retain):
+	// gone is set when the slot leaves the table's map (Remove, retain):
 	// what is reported on a pick of it goes to the broker's slot by name.
 	gone       atomic.Bool
 	latency    atomic.Int64 // nanoseconds
@@ -563,9 +563,9 @@ func (t *FaultTable) IsReachable(broker string) bool {
 	return s == nil || s.reachable.Load()
 }
 
-// SetReachable marks a broker that has an item reachable or not; it reports
+// setReachable marks a broker that has an item reachable or not; it reports
 // whether the broker has an item.
-func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
+func (t *FaultTable) setReachable(broker string, reachable bool) bool {
 	s := t.lookup(broker)
 	if s == nil || !s.present.Load() {
 		return false
@@ -593,10 +593,10 @@ func (t *FaultTable) Remove(broker string) {
 	}
 }
 
-// Retain drops every broker for which keep returns false, items and the
+// retain drops every broker for which keep returns false, items and the
 // table's bookkeeping for brokers without items alike, and returns the names
 // of the dropped brokers that had items, sorted.
-func (t *FaultTable) Retain(keep func(broker string) bool) []string {
+func (t *FaultTable) retain(keep func(broker string) bool) []string {
 	t.mu.Lock()
 	m := *t.slots.Load()
 	var gone []*slot
