@@ -7,8 +7,8 @@
 //   - pkg/clock: MockClock, MockTimer, MockTicker;
 //   - pkg/probe: MockResolver, MockServiceDetector;
 //   - pkg/latency: MockDurationTable, MockObserver and MockReporter (what a
-//     pick reports its outcome to: Pick.Done); FaultTolerance is not mocked,
-//     since nothing takes one (a strategy's table is its own);
+//     pick reports its outcome to: Pick.Done); the fault table is a concrete
+//     type, since nothing takes another (a strategy's table is its own);
 //   - pkg/producer: MockTransport, MockRouteSource, MockSelector,
 //     MockProducerObserver and MockStrategy (the selector a Producer picks
 //     with).

@@ -846,7 +846,7 @@ func (m *machine) pickEmpty(reset bool) {
 	switch {
 	case m.spec.LeastBad && on:
 		idx.Next()
-		ft := m.strat.FaultTolerance()
+		ft := m.strat.Table()
 		if b, ok := ft.PickLeastBad(); ok && m.info.WriteQueueNums(b) > 0 {
 			idx.Next()
 		} else if ok {
@@ -914,7 +914,7 @@ func (m *machine) updateNegative(broker string, lat time.Duration, isolation, re
 	if isolation {
 		lookup = m.strat.IsolationLatency()
 	}
-	m.strat.FaultTolerance().Update(broker, lat, m.strat.Durations().Isolation(lookup), reachable)
+	m.strat.Table().Update(broker, lat, m.strat.Durations().Isolation(lookup), reachable)
 }
 
 func (m *machine) opLFTUpdate(a []string) error {
@@ -932,27 +932,27 @@ func (m *machine) opLFTUpdate(a []string) error {
 			return err
 		}
 	}
-	m.strat.FaultTolerance().Update(a[0], lat, dur, reach)
+	m.strat.Table().Update(a[0], lat, dur, reach)
 	return nil
 }
 
 func (m *machine) opAvailable(a []string) error {
-	m.printf("available %s = %t", a[0], m.strat.FaultTolerance().IsAvailable(a[0]))
+	m.printf("available %s = %t", a[0], m.strat.Table().IsAvailable(a[0]))
 	return nil
 }
 
 func (m *machine) opReachable(a []string) error {
-	m.printf("reachable %s = %t", a[0], m.strat.FaultTolerance().IsReachable(a[0]))
+	m.printf("reachable %s = %t", a[0], m.strat.Table().IsReachable(a[0]))
 	return nil
 }
 
 func (m *machine) opRemove(a []string) error {
-	m.strat.FaultTolerance().Remove(a[0])
+	m.strat.Table().Remove(a[0])
 	return nil
 }
 
 func (m *machine) opPick([]string) error {
-	b, ok := m.strat.FaultTolerance().PickLeastBad()
+	b, ok := m.strat.Table().PickLeastBad()
 	if !ok {
 		b = "null"
 	}
@@ -993,7 +993,7 @@ func (m *machine) opDetectRound([]string) error {
 }
 
 func (m *machine) opItems([]string) error {
-	items := m.strat.FaultTolerance().Items()
+	items := m.strat.Table().Items()
 	if len(items) == 0 {
 		m.printf("items -> []")
 		return nil

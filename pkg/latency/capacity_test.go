@@ -136,7 +136,7 @@ func TestCapacityBusyLowersShareBriefly(t *testing.T) {
 		return answered(time.Millisecond)
 	}
 	counts := r.run(t, 2000, time.Second, answer)
-	if !r.s.FaultTolerance().IsAvailable(hot) || !r.s.FaultTolerance().IsReachable(hot) {
+	if !r.s.Table().IsAvailable(hot) || !r.s.Table().IsReachable(hot) {
 		t.Fatalf("%s isolated or unreachable after busy answers: %+v", hot, r.s.Table().Items())
 	}
 	if got, rr := counts[hot], 2000/4; got > rr/3 || got == 0 {
@@ -160,7 +160,7 @@ func TestCapacityBusyLowersShareBriefly(t *testing.T) {
 func TestCapacityOneBusyAfterRestart(t *testing.T) {
 	r := newPresetRig(t, 3, 2)
 	r.s.Report(pickOf(t, r, "b2"), pushedBack())
-	if !r.s.FaultTolerance().IsAvailable("b2") {
+	if !r.s.Table().IsAvailable("b2") {
 		t.Fatal("b2 isolated by one busy answer")
 	}
 	if w := r.s.Weight("b2"); !near(w, latency.DefaultCapacityDecrease) {
@@ -235,7 +235,7 @@ func TestCapacityFailureStillIsolates(t *testing.T) {
 			r := newPresetRig(t, 4, 1)
 			for _, b := range []string{"b0", "b1", "b2"} {
 				r.s.Report(pickOf(t, r, b), tt.outcome)
-				if r.s.FaultTolerance().IsAvailable(b) {
+				if r.s.Table().IsAvailable(b) {
 					t.Errorf("%s available after %v", b, tt.outcome.Class)
 				}
 			}
@@ -341,8 +341,8 @@ func TestCapacityReferenceUnchanged(t *testing.T) {
 	}
 	p, _ := s.Select(info, latency.PickInfo{})
 	u := s.Report(p, pushedBack())
-	if !u.Isolation || s.FaultTolerance().IsAvailable(p.Queue.BrokerName) {
-		t.Errorf("v5: busy answer gave %+v, available %t; want the reference's isolation", u, s.FaultTolerance().IsAvailable(p.Queue.BrokerName))
+	if !u.Isolation || s.Table().IsAvailable(p.Queue.BrokerName) {
+		t.Errorf("v5: busy answer gave %+v, available %t; want the reference's isolation", u, s.Table().IsAvailable(p.Queue.BrokerName))
 	}
 	if w := s.Weight(p.Queue.BrokerName); w != 1 {
 		t.Errorf("v5: Weight = %v, want 1 (no model)", w)
@@ -404,7 +404,7 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 			if _, err := s.DetectRound(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.FaultTolerance().IsReachable("a"); got != tt.wantRch {
+			if got := s.Table().IsReachable("a"); got != tt.wantRch {
 				t.Errorf("after a failed probe: reachable %t, want %t", got, tt.wantRch)
 			}
 		})

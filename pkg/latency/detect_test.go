@@ -70,8 +70,8 @@ func TestTCPDetectorInStrategy(t *testing.T) {
 	if rep.Reachable != 1 || rep.Unreachable != 1 {
 		t.Errorf("DetectRound() = %+v, want one reachable, one unreachable", rep)
 	}
-	if !s.FaultTolerance().IsReachable("up") || s.FaultTolerance().IsReachable("down") {
+	if !s.Table().IsReachable("up") || s.Table().IsReachable("down") {
 		t.Errorf("IsReachable(up), IsReachable(down) = %t, %t, want true, false",
-			s.FaultTolerance().IsReachable("up"), s.FaultTolerance().IsReachable("down"))
+			s.Table().IsReachable("up"), s.Table().IsReachable("down"))
 	}
 }

@@ -232,7 +232,7 @@ func TestDetectRound(t *testing.T) {
 			if ok != tt.wantItem {
 				t.Fatalf("Item(b) ok = %t, want %t", ok, tt.wantItem)
 			}
-			if got := r.s.FaultTolerance().IsReachable("b"); got != tt.wantReach {
+			if got := r.s.Table().IsReachable("b"); got != tt.wantReach {
 				t.Errorf("IsReachable(b) = %t, want %t", got, tt.wantReach)
 			}
 			if ok && (!it.IsolatedUntil.Equal(before.IsolatedUntil) || it.Latency != before.Latency) {
@@ -286,7 +286,7 @@ func TestDetectRoundMixed(t *testing.T) {
 	}
 	var reach []bool
 	for _, b := range []string{"a", "b", "c", "d", "e"} {
-		reach = append(reach, r.s.FaultTolerance().IsReachable(b))
+		reach = append(reach, r.s.Table().IsReachable(b))
 	}
 	if want := []bool{true, true, false, false, false}; fmt.Sprint(reach) != fmt.Sprint(want) {
 		t.Errorf("IsReachable(a..e) = %v, want %v", reach, want)
@@ -370,7 +370,7 @@ func TestDetectProbeHangsPastTimeout(t *testing.T) {
 	if got := <-reports; got != want {
 		t.Errorf("DetectRound() = %+v, want %+v", got, want)
 	}
-	if !r.s.FaultTolerance().IsReachable("b") {
+	if !r.s.Table().IsReachable("b") {
 		t.Errorf("IsReachable(b) = false after a probe whose detector did not answer, want true (ProbeFailures marks only verdicts)")
 	}
 
@@ -431,7 +431,7 @@ func TestDetectCloseDuringRound(t *testing.T) {
 	if !returned.Load() {
 		t.Errorf("Close() returned before the probe did")
 	}
-	if r.s.FaultTolerance().IsReachable("b") {
+	if r.s.Table().IsReachable("b") {
 		t.Errorf("IsReachable(b) = true after a cancelled probe")
 	}
 	if err := r.s.Start(); !errors.Is(err, latency.ErrClosed) {

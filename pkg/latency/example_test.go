@@ -319,7 +319,7 @@ func ExamplePick_Done() {
 		pick, _ := s.Select(info, latency.PickInfo{})
 		u := pick.Done(o)
 		fmt.Printf("%v (%v) %v: %+v, available %v\n", pick.Queue, pick.Stage, o.Class, u,
-			s.FaultTolerance().IsAvailable(pick.Queue.BrokerName))
+			s.Table().IsAvailable(pick.Queue.BrokerName))
 	}
 	// A pick whose attempt never started is released instead: nothing is
 	// reported.

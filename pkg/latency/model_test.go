@@ -645,7 +645,7 @@ func TestStrategyConcurrent(t *testing.T) {
 			worker(12, func(r *rand.Rand) {
 				switch r.IntN(8) {
 				case 0:
-					s.FaultTolerance().Remove(brokers[r.IntN(len(brokers))])
+					s.Table().Remove(brokers[r.IntN(len(brokers))])
 				case 1:
 					if tb := s.Table(); tb != nil {
 						tb.Retain(func(b string) bool { return b != "d" })
@@ -661,8 +661,8 @@ func TestStrategyConcurrent(t *testing.T) {
 				case 6:
 					s.DetectRound(context.Background())
 				default:
-					s.FaultTolerance().Items()
-					s.FaultTolerance().IsReachable("a")
+					s.Table().Items()
+					s.Table().IsReachable("a")
 				}
 			})
 			wg.Wait()

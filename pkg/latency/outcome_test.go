@@ -404,7 +404,7 @@ func TestDoneAfterEviction(t *testing.T) {
 	if u.Broker != "a" || !u.Isolation {
 		t.Errorf("Done() = %+v, want a failure update of a", u)
 	}
-	if s.FaultTolerance().IsAvailable("a") {
+	if s.Table().IsAvailable("a") {
 		t.Error("a is available after its failed attempt's Done; want it isolated")
 	}
 }

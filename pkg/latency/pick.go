@@ -108,7 +108,7 @@ func Stages() []Stage {
 //
 // v4 with fault tolerance on: one scan from one move of the index for an
 // available broker (in.LastBroker is ignored, as 4.9.8 ignores it); failing
-// that, a queue on the least bad broker (see FaultTolerance.PickLeastBad),
+// that, a queue on the least bad broker (see FaultTable.PickLeastBad),
 // or, if the route has no writable queue data for it, that broker leaves the
 // table and the pick is unfiltered. Off: the publish info's "avoid the last
 // broker" pick.

@@ -72,7 +72,7 @@ func (h *recoveryHarness) probe(d time.Duration, ok bool) {
 // end.
 func (h *recoveryHarness) isolatedUntil(end time.Duration) {
 	h.t.Helper()
-	ft := h.s.FaultTolerance()
+	ft := h.s.Table()
 	h.at(end - time.Millisecond)
 	if ft.IsAvailable("b") {
 		h.t.Fatalf("b available at %v, want isolated until %v", end-time.Millisecond, end)
@@ -86,7 +86,7 @@ func (h *recoveryHarness) isolatedUntil(end time.Duration) {
 // stillIsolated checks that b is isolated now.
 func (h *recoveryHarness) stillIsolated() {
 	h.t.Helper()
-	if h.s.FaultTolerance().IsAvailable("b") {
+	if h.s.Table().IsAvailable("b") {
 		h.t.Fatalf("b available at %v, want it isolated", h.clock.Now().Sub(h.zero))
 	}
 }
@@ -96,7 +96,7 @@ func (h *recoveryHarness) stillIsolated() {
 func (h *recoveryHarness) availableNow() {
 	h.t.Helper()
 	h.clock.Advance(0)
-	if !h.s.FaultTolerance().IsAvailable("b") {
+	if !h.s.Table().IsAvailable("b") {
 		h.t.Fatalf("b isolated at %v, want the cut to have ended it", h.clock.Now().Sub(h.zero))
 	}
 }

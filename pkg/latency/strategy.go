@@ -212,12 +212,8 @@ func (s *Strategy) StageCounter() *StageCounter { return s.stages }
 // Mode returns the strategy's mode.
 func (s *Strategy) Mode() Mode { return s.mode }
 
-// FaultTolerance returns the fault table the strategy uses, as the
-// FaultTolerance interface (the same table as Table).
-func (s *Strategy) FaultTolerance() FaultTolerance { return s.table }
-
 // Table returns the fault table the strategy uses: its own, or the one
-// given with withFaultTable.
+// given with withFaultTable (in the package's tests).
 func (s *Strategy) Table() *FaultTable { return s.table }
 
 // SetFaultTolerance turns latency fault tolerance on or off; safe to call at

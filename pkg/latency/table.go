@@ -13,37 +13,6 @@ import (
 	"github.com/mqfault/mqfault/pkg/route"
 )
 
-// FaultTolerance is the fault table the strategy reads and updates (the
-// reference's LatencyFaultTolerance): per broker, the last latency, until when
-// it is isolated, and whether it is reachable. Unknown brokers are available
-// and reachable. Implementations must be safe for concurrent use and must not
-// block; IsAvailable and IsReachable may be called on the pick path.
-//
-// *FaultTable is its implementation, and the one a Strategy keeps its state
-// in (its own, or one given with withFaultTable); the interface is how
-// readers that only need the table's operations (observers, HTTP handlers,
-// tests with mocks) see it.
-type FaultTolerance interface {
-	// Update records a send to broker that took latency: the item's latency
-	// becomes latency, its reachability reachable (v4 has none), and a
-	// positive isolation isolates it for that long from now (v5: only ever
-	// extending an isolation; v4: overwriting it, so a zero ends it).
-	Update(broker string, latency, isolation time.Duration, reachable bool)
-	// IsAvailable reports whether broker is not isolated.
-	IsAvailable(broker string) bool
-	// IsReachable reports whether broker is reachable.
-	IsReachable(broker string) bool
-	// Remove drops broker's item.
-	Remove(broker string)
-	// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): items
-	// sorted available first, then lower latency, then earlier isolation end,
-	// then name; with one item that one, else one of the better half in
-	// round robin. ok is false when there are no items.
-	PickLeastBad() (broker string, ok bool)
-	// Items returns a snapshot of every item, sorted by broker name.
-	Items() []FaultItem
-}
-
 // FaultItem is a snapshot of one broker's fault state. Its times are on the
 // wall clock as it read when the snapshot was taken (the table measures
 // them on the clock's Elapsed: after a wall-clock step they keep their
@@ -57,7 +26,10 @@ type FaultItem struct {
 	CheckStamp    time.Time // next time the detector may probe it (epoch: now)
 }
 
-// FaultTable is the built-in FaultTolerance. Each broker has a slot whose
+// FaultTable is the fault table a strategy reads and updates (the
+// reference's LatencyFaultTolerance): per broker, the last latency, until when
+// it is isolated, and whether it is reachable. Unknown brokers are available
+// and reachable. Each broker has a slot whose
 // fields are atomics updated in place, so Update allocates nothing for a
 // known broker, and picks read a slot with single atomic loads. Isolation ends
 // through a timer on the Clock that clears the slot's isolated flag, so a pick
@@ -108,8 +80,6 @@ type FaultTable struct {
 	// route changes may drop (routebrokers.go).
 	claims routeClaims
 }
-
-var _ FaultTolerance = (*FaultTable)(nil)
 
 // tableOption configures a FaultTable.
 type tableOption func(*FaultTable)
@@ -345,8 +315,11 @@ func span(now, until int64) time.Duration {
 	return time.Duration(until - now)
 }
 
-// Update implements FaultTolerance. It allocates nothing for a broker the
-// table already knows.
+// Update records a send to broker that took latency: the item's latency
+// becomes latency, its reachability reachable (v4 has none), and a positive
+// isolation isolates it for that long from now (v5: only ever extending an
+// isolation; v4: overwriting it, so a zero ends it). It allocates nothing for
+// a broker the table already knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
 	if r, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
 		t.obs.OnIsolate(t.event(broker, ReasonExplicit, latency, r))
@@ -551,13 +524,13 @@ func (s *slot) reset() {
 	s.table.bump()
 }
 
-// IsAvailable implements FaultTolerance.
+// IsAvailable reports whether broker is not isolated.
 func (t *FaultTable) IsAvailable(broker string) bool {
 	s := t.lookup(broker)
 	return s == nil || !s.isolated.Load()
 }
 
-// IsReachable implements FaultTolerance.
+// IsReachable reports whether broker is reachable.
 func (t *FaultTable) IsReachable(broker string) bool {
 	s := t.lookup(broker)
 	return s == nil || s.reachable.Load()
@@ -575,7 +548,7 @@ func (t *FaultTable) setReachable(broker string, reachable bool) bool {
 	return true
 }
 
-// Remove implements FaultTolerance.
+// Remove drops broker's item.
 func (t *FaultTable) Remove(broker string) {
 	t.mu.Lock()
 	m := *t.slots.Load()
@@ -657,8 +630,8 @@ func (s *slot) item(off int64) FaultItem {
 	}
 }
 
-// Items implements FaultTolerance. Its times are on the wall clock as it
-// reads at the call.
+// Items returns a snapshot of every item, sorted by broker name, its times on
+// the wall clock as it reads at the call.
 func (t *FaultTable) Items() []FaultItem {
 	slots := t.presentSlots()
 	out := make([]FaultItem, len(slots))

@@ -517,7 +517,7 @@ func TestFaultTableForever(t *testing.T) {
 	}
 	defer s.Close()
 	s.Update("b", time.Second, false, true)
-	if s.FaultTolerance().IsAvailable("b") {
+	if s.Table().IsAvailable("b") {
 		t.Errorf("IsAvailable(b) = true after the duration table said for ever")
 	}
 }
@@ -556,7 +556,7 @@ func TestClockBefore1970(t *testing.T) {
 			}
 			defer s.Close()
 			s.Update("b", 600*time.Millisecond, false, false) // 2000ms
-			if s.FaultTolerance().IsAvailable("b") {
+			if s.Table().IsAvailable("b") {
 				t.Fatalf("IsAvailable(b) = true right after a 2s isolation")
 			}
 			if rep, _ := s.DetectRound(t.Context()); rep.Due != 1 {
@@ -564,15 +564,15 @@ func TestClockBefore1970(t *testing.T) {
 			}
 			s.Update("c", 0, false, true) // an item never isolated
 			s.Table().Resync()
-			if !s.FaultTolerance().IsAvailable("c") {
+			if !s.Table().IsAvailable("c") {
 				t.Errorf("IsAvailable(c) = false after Resync, never isolated")
 			}
 			clk.Advance(1999 * time.Millisecond)
-			if s.FaultTolerance().IsAvailable("b") {
+			if s.Table().IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = true 1ms before the end")
 			}
 			clk.Advance(time.Millisecond)
-			if !s.FaultTolerance().IsAvailable("b") {
+			if !s.Table().IsAvailable("b") {
 				t.Errorf("IsAvailable(b) = false at the end")
 			}
 		})

@@ -30,7 +30,7 @@ func TestUpdateNegativeLatency(t *testing.T) {
 			}
 			defer s.Close()
 			s.Update("a", -5*time.Second, false, true)
-			items := s.FaultTolerance().Items()
+			items := s.Table().Items()
 			if len(items) != 1 || items[0].Latency != 0 {
 				t.Fatalf("Items() after Update(a, -5s) = %+v, want a with latency 0", items)
 			}

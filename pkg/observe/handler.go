@@ -63,7 +63,7 @@ func WithHandlerClock(c clock.Clock) TableHandlerOption {
 // fault table as JSON (a TableSnapshot). It answers GET and HEAD, and 405
 // Method Not Allowed to anything else. A nil s serves 503 Service
 // Unavailable. It is safe for concurrent use; a request takes the snapshot
-// (FaultTolerance.Items) and does not touch the pick path.
+// (FaultTable.Items) and does not touch the pick path.
 func NewTableHandler(s *latency.Strategy, opts ...TableHandlerOption) http.Handler {
 	h := &tableHandler{s: s, clock: clock.Real{}}
 	for _, opt := range opts {
@@ -103,7 +103,7 @@ func (h *tableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Snapshot returns s's fault table and switches as of now. It is safe for
 // concurrent use with everything the strategy does.
 func Snapshot(s *latency.Strategy, now time.Time) TableSnapshot {
-	items := s.FaultTolerance().Items()
+	items := s.Table().Items()
 	snap := TableSnapshot{
 		Time:           now,
 		Mode:           string(s.Mode()),

@@ -44,7 +44,7 @@ func ExampleProducer_SendSync() {
 
 	res, err := p.SendSync(context.Background(), &producer.Message{Topic: "orders", Body: []byte("hello")})
 	fmt.Println(res.Status, res.Queue, err)
-	fmt.Println("b available:", strat.FaultTolerance().IsAvailable("b"))
+	fmt.Println("b available:", strat.Table().IsAvailable("b"))
 	// Output:
 	// SEND_OK c:0 <nil>
 	// b available: false
@@ -199,7 +199,7 @@ func ExampleDrive() {
 	}
 	res, err := d.Loop().Result()
 	fmt.Println(res.Status, res.Queue, err)
-	fmt.Println("b available:", strat.FaultTolerance().IsAvailable("b"))
+	fmt.Println("b available:", strat.Table().IsAvailable("b"))
 	// Output:
 	// attempt 0 on b: update {Broker:b Latency:3s Isolation:true Reachable:true}, retry true
 	// attempt 1 on c: update {Broker:c Latency:30ms Isolation:false Reachable:true}, retry false

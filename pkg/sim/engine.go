@@ -266,7 +266,7 @@ func (e *engine) newProducer(p int, queues []route.MessageQueue, resolver probe.
 	if ps.strat == nil {
 		return nil, fmt.Errorf("strategy %s: New returned no strategy", spec.Name)
 	}
-	ps.tl.ft = ps.strat.FaultTolerance()
+	ps.tl.ft = ps.strat.Table()
 	ps.picker = ps.strat
 	if spec.Picker != nil {
 		if ps.picker = spec.Picker(ps.strat); ps.picker == nil {

@@ -42,9 +42,9 @@ type BrokerTimeline struct {
 type timeline struct {
 	latency.NopObserver
 	clock  *clock.Manual
-	ft     latency.FaultTolerance // set once the strategy is built
-	index  map[string]int         // read-only, shared by a run's producers
-	names  []string               // the brokers, in the scenario's order
+	ft     *latency.FaultTable // set once the strategy is built
+	index  map[string]int      // read-only, shared by a run's producers
+	names  []string            // the brokers, in the scenario's order
 	record bool
 
 	mu     sync.Mutex // guards tracks and herd

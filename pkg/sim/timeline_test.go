@@ -199,7 +199,7 @@ func BenchmarkTimelineSample(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer strat.Close()
-			tl.ft = strat.FaultTolerance()
+			tl.ft = strat.Table()
 			names := make([]string, len(sc.Brokers))
 			for i, br := range sc.Brokers {
 				names[i] = br.Name

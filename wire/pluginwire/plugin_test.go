@@ -57,7 +57,7 @@ func TestNewStrategy(t *testing.T) {
 	if rep.Probed != 2 || rep.Reachable != 1 || rep.Unreachable != 1 {
 		t.Errorf("DetectRound() = %+v, want 2 probed, 1 reachable, 1 unreachable", rep)
 	}
-	if ft := strat.FaultTolerance(); !ft.IsReachable("up") || ft.IsReachable("down") {
+	if ft := strat.Table(); !ft.IsReachable("up") || ft.IsReachable("down") {
 		t.Errorf("after the round: up reachable = %t, down reachable = %t; want true, false", ft.IsReachable("up"), ft.IsReachable("down"))
 	}
 }

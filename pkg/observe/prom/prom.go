@@ -335,7 +335,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	s := m.strategy.Load()
 	var items []latency.FaultItem
 	if s != nil {
-		items = s.FaultTolerance().Items()
+		items = s.Table().Items()
 		m.prune(items)
 	}
 	for _, v := range m.vecs() {
