@@ -31,8 +31,8 @@ type Config struct {
 	// DetectParallel bounds how many probes of one round run at once. The
 	// reference probes one after another: 1.
 	DetectParallel int
-	// Durations is the duration table; nil means the mode's own
-	// (V5Durations or V4Durations).
+	// Durations is the duration table; nil means the mode's own (RocketMQ
+	// 5.x's or 4.x's steps, which Strategy.Durations returns).
 	Durations DurationTable
 	// Filters are user filters joined into the cascade (see Strategy.Select).
 	Filters []route.QueueFilter

@@ -102,16 +102,16 @@ func ms(v ...int64) []time.Duration {
 	return out
 }
 
-// V5Durations returns RocketMQ 5.x's table: latency >= {50, 100, 550, 1800,
+// v5Durations returns RocketMQ 5.x's table: latency >= {50, 100, 550, 1800,
 // 3000, 5000, 15000} ms isolates for {0, 0, 2000, 5000, 6000, 10000, 30000} ms.
-func V5Durations() *StepTable {
+func v5Durations() *StepTable {
 	return &StepTable{latencyMax: ms(50, 100, 550, 1800, 3000, 5000, 15000), notAvailable: ms(0, 0, 2000, 5000, 6000, 10000, 30000)}
 }
 
-// V4Durations returns RocketMQ 4.x's table: latency >= {50, 100, 550, 1000,
+// v4Durations returns RocketMQ 4.x's table: latency >= {50, 100, 550, 1000,
 // 2000, 3000, 15000} ms isolates for {0, 0, 30000, 60000, 120000, 180000,
 // 600000} ms.
-func V4Durations() *StepTable {
+func v4Durations() *StepTable {
 	return &StepTable{latencyMax: ms(50, 100, 550, 1000, 2000, 3000, 15000), notAvailable: ms(0, 0, 30000, 60000, 120000, 180000, 600000)}
 }
 

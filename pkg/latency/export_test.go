@@ -37,3 +37,9 @@ func (t *FaultTable) SetReachable(broker string, reachable bool) bool {
 	return t.setReachable(broker, reachable)
 }
 func (t *FaultTable) Retain(keep func(broker string) bool) []string { return t.retain(keep) }
+
+// The built-in duration tables, for the tests that pin them.
+var (
+	V4Durations = v4Durations
+	V5Durations = v5Durations
+)

@@ -12,7 +12,7 @@ var spec4 = modeSpec{
 	mode:             ModeV4,
 	about:            "RocketMQ 4.9.8",
 	cascade:          func(s *Strategy) cascade { return cascade4{s} },
-	durations:        func() DurationTable { return V4Durations() },
+	durations:        func() DurationTable { return v4Durations() },
 	isolationLatency: 30000 * time.Millisecond,
 	update:           update4,
 	rules:            &rules4,

@@ -10,7 +10,7 @@ var spec5 = modeSpec{
 	mode:             ModeV5,
 	about:            "RocketMQ 5.3.3",
 	cascade:          func(s *Strategy) cascade { return cascade5{s} },
-	durations:        func() DurationTable { return V5Durations() },
+	durations:        func() DurationTable { return v5Durations() },
 	isolationLatency: 10000 * time.Millisecond,
 	update:           update5,
 	rules:            &rules5,

@@ -268,20 +268,11 @@ const (
 	CodeTooManyRequests = 42900
 )
 
-// BusyRemarks are the remark prefixes a RocketMQ 5.3.3 broker puts on a
-// SYSTEM_BUSY answer: [REJECTREQUEST] (page cache busy, or a slave),
-// [OVERLOAD] (the send pool's queue is full), [PCBUSY_CLEAN_QUEUE] (page
-// cache busy; the queue is drained), [TIMEOUT_CLEAN_QUEUE] (the request
-// waited too long in the send queue), [PC_SYNCHRONIZED] (the commit log lock
-// was held too long).
-func BusyRemarks() []string {
-	return []string{"[REJECTREQUEST]", "[OVERLOAD]", "[PCBUSY_CLEAN_QUEUE]", "[TIMEOUT_CLEAN_QUEUE]", "[PC_SYNCHRONIZED]"}
-}
-
 // IsBusy reports whether a broker's error answer with code is flow control
-// rather than failure: SYSTEM_BUSY (2) whatever its remark (the known ones
-// are BusyRemarks, a bare code 2 included: a broker of another version may
-// word it otherwise, and code 2 means flow control alone), or a proxy's
+// rather than failure: SYSTEM_BUSY (2) whatever its remark (5.3.3's
+// [REJECTREQUEST], [OVERLOAD], [PCBUSY_CLEAN_QUEUE], [TIMEOUT_CLEAN_QUEUE] and
+// [PC_SYNCHRONIZED], or none: a broker of another version may word it
+// otherwise, and code 2 means flow control alone), or a proxy's
 // TOO_MANY_REQUESTS. Code 14 (service not available), code 1 and the others
 // are failures.
 func IsBusy(code int) bool {

@@ -253,9 +253,6 @@ func TestIsBusy(t *testing.T) {
 			t.Errorf("IsBusy(%d) = %v", tt.code, got)
 		}
 	}
-	if n := len(latency.BusyRemarks()); n != 5 {
-		t.Errorf("BusyRemarks() has %d remarks, want the 5 of 5.3.3", n)
-	}
 }
 
 // TestClassAndPathNames checks every class and path has its own name.
