@@ -152,12 +152,13 @@ func (c *cluster) newProducer(clientOpts []producer.Option, opts ...rocketmqgo.O
 }
 
 // isolation returns how long the duration table isolates a broker after a
-// send that took latency, or failed (isolation=true, charged the strategy's
+// send that took latency, or failed (isolation=true, charged the mode's
 // isolation latency).
 func (c *cluster) isolation(latency time.Duration, failed bool) time.Duration {
 	s := c.p.Strategy()
 	if failed {
-		latency = s.IsolationLatency()
+		info, _ := s.Mode().Info()
+		latency = info.IsolationLatency
 	}
 	return s.Durations().Isolation(latency)
 }

@@ -912,7 +912,7 @@ func (m *machine) opUpdate(a []string) error {
 func (m *machine) updateNegative(broker string, lat time.Duration, isolation, reachable bool) {
 	lookup := lat
 	if isolation {
-		lookup = m.strat.IsolationLatency()
+		lookup = m.spec.IsolationLatency
 	}
 	m.strat.Table().Update(broker, lat, m.strat.Durations().Isolation(lookup), reachable)
 }

@@ -317,8 +317,8 @@ func TestStrategyAccessors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if s.Mode() != tt.cfg.Mode || s.IsolationLatency() != tt.wantIsolation {
-				t.Errorf("Mode(), IsolationLatency() = %s, %v, want %s, %v", s.Mode(), s.IsolationLatency(), tt.cfg.Mode, tt.wantIsolation)
+			if info, _ := s.Mode().Info(); s.Mode() != tt.cfg.Mode || info.IsolationLatency != tt.wantIsolation {
+				t.Errorf("Mode(), its IsolationLatency = %s, %v, want %s, %v", s.Mode(), info.IsolationLatency, tt.cfg.Mode, tt.wantIsolation)
 			}
 			got, _ := s.Durations().(*latency.StepTable).Columns()
 			want, _ := tt.wantTable.Columns()

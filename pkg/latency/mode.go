@@ -115,6 +115,9 @@ type ModeInfo struct {
 	// LeastBad: with fault tolerance on, the cascade ends in the least-bad
 	// broker (StageLeastBad; the reference's pickOneAtLeast).
 	LeastBad bool
+	// IsolationLatency is the latency a failed send is charged in the
+	// duration table (Strategy.Update with isolation): 10 s in v5, 30 s in v4.
+	IsolationLatency time.Duration
 	// Send are the send loop's rules.
 	Send SendRules
 }
@@ -130,7 +133,7 @@ func (m Mode) Info() (ModeInfo, bool) {
 	send.RetryCodes = slices.Clone(send.RetryCodes)
 	return ModeInfo{
 		Mode: s.mode, About: s.about, Detector: s.detector, Reachability: s.reachability,
-		LeastBad: s.leastBad, Send: send,
+		LeastBad: s.leastBad, IsolationLatency: s.isolationLatency, Send: send,
 	}, true
 }
 

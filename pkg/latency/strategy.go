@@ -246,10 +246,6 @@ func (s *Strategy) SetDurations(t DurationTable) {
 // Durations returns the duration table in use.
 func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 
-// IsolationLatency is the latency a failed send is charged in the duration
-// table: 10 s in v5, 30 s in v4.
-func (s *Strategy) IsolationLatency() time.Duration { return s.spec.isolationLatency }
-
 // Update records the outcome of a send to broker that took latency (the
 // reference's updateFaultItem). It does nothing while fault tolerance is off.
 // Otherwise the broker is isolated for Durations().Isolation(latency), or for
@@ -337,11 +333,9 @@ func (s *Strategy) Start() error {
 // loop and for every probe to return; then it silences the observer, waiting
 // for the observer calls in progress: once Close has returned the observer
 // is never called again (not by the expiry timers of isolations still
-// pending). It gives up the strategy's claim on its table's brokers: route
-// changes of other strategies over the table drop the items only this one's
-// routes named, and its own route changes drop nothing any more. Select,
+// pending), and its route changes drop no fault items any more. Select,
 // Update and DetectRound keep working after Close, and isolations still end
-// on time; only the background loop, the observer and the claim are gone. Close is idempotent: every call returns once the strategy is
+// on time. Close is idempotent: every call returns once the strategy is
 // closed.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
