@@ -76,9 +76,13 @@ func fullWant() Config {
 	c.Strategy.DetectTimeout = 100 * time.Millisecond
 	c.Strategy.DetectPeriod = 2 * time.Second
 	c.Strategy.DetectParallel = 8
-	c.Strategy.Durations = latency.MustStepTable(
+	d, err := latency.NewStepTable(
 		[]time.Duration{50 * time.Millisecond, 550 * time.Millisecond, 3 * time.Second},
 		[]time.Duration{0, 2 * time.Second, 30 * time.Second})
+	if err != nil {
+		panic(err) // the table above is valid
+	}
+	c.Strategy.Durations = d
 	c.Producer.RetryTimes = 3
 	c.Producer.AsyncRetryTimes = 1
 	c.Producer.RetryCodes = []int{17, 14, 1500}
@@ -290,7 +294,7 @@ func TestSetGet(t *testing.T) {
 	if _, ok := c.Get("timeuot"); ok {
 		t.Error("Get(timeuot) ok = true, want false")
 	}
-	c.Strategy.Durations = latency.DurationTableFunc(func(time.Duration) time.Duration { return 0 })
+	c.Strategy.Durations = zeroTable{}
 	if got := mustGet(c, "durations"); got != "custom" {
 		t.Errorf("Get(durations) of a custom table = %q, want custom", got)
 	}
@@ -348,3 +352,8 @@ func TestKnobsListing(t *testing.T) {
 		}
 	}
 }
+
+// zeroTable is a custom duration table: it never isolates.
+type zeroTable struct{}
+
+func (zeroTable) Isolation(time.Duration) time.Duration { return 0 }

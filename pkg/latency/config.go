@@ -142,33 +142,14 @@ func Reference4() Config {
 }
 
 // DefaultConfig returns the recommended settings, the mqfault preset: the
-// 5.3.3 semantics with fault tolerance and the detector on, and the policies
-// past the reference turned on:
-//
-//   - DetectParallel 16: a round over many isolated brokers takes about one
-//     probe timeout per 16 brokers instead of one per broker;
-//   - DetectPeriod and DetectInterval 1 s: a broker the detector marked
-//     unreachable gets no first attempt (the first stage wants available
-//     and reachable), so it is back within about a second of answering
-//     probes again, not the reference's 3 s;
-//   - MaxIsolatedFraction 0.5: at most half of a route's brokers (rounded
-//     up) are avoided at once, so a fault that hits many brokers cannot push
-//     all the traffic onto the few left;
-//   - IsolationBackoff 2, MaxIsolation 60 s, BackoffDecay 1000: a broker
-//     that fails again soon after its isolation ends is isolated 20 s, then
-//     40 s, then 60 s (the v5 table gives 10 s), and 1000 answered sends
-//     forgive one step;
-//   - ProbeFailures: a broker whose probe fails is unreachable;
-//   - CapacityDecrease 0.75, CapacityRecovery 1 s: the capacity model
-//     (capacity.go): a busy answer lowers the broker's share of picks for
-//     at most a second, and isolates nothing;
-//   - RecoveredAfter 3 s: a broker whose probes have answered for 3 s since
-//     it failed comes back when the duration table's 10 s are over, not
-//     the backoff's 20 s or more, unless it was busy or slow just before,
-//     once per recovery;
-//
-// pkg/latency/POLICIES.md
-// justifies each value with the simulator's results.
+// 5.3.3 semantics with fault tolerance and the detector on (DetectParallel
+// 16; DetectPeriod and DetectInterval 1 s, so a broker back from an outage
+// gets first attempts again within about a second), and the policies past
+// the reference on: MaxIsolatedFraction 0.5; IsolationBackoff 2 with
+// MaxIsolation 60 s and BackoffDecay 1000; ProbeFailures; CapacityDecrease
+// 0.75 with CapacityRecovery 1 s; RecoveredAfter 3 s. Each field's doc says
+// what it does; pkg/latency/POLICIES.md justifies each value with the
+// simulator's results.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true
@@ -231,7 +212,7 @@ func nilTable(t DurationTable) bool {
 	switch v := t.(type) {
 	case *StepTable:
 		return v == nil
-	case DurationTableFunc:
+	case durationTableFunc:
 		return v == nil
 	}
 	return false

@@ -68,9 +68,9 @@ func items(n int) string {
 	return strconv.Itoa(n) + " items"
 }
 
-// MustStepTable is NewStepTable for tables known to be valid at compile time;
+// mustStepTable is NewStepTable for tables known to be valid at compile time;
 // it panics on an invalid table.
-func MustStepTable(latencyMax, notAvailable []time.Duration) *StepTable {
+func mustStepTable(latencyMax, notAvailable []time.Duration) *StepTable {
 	t, err := NewStepTable(latencyMax, notAvailable)
 	if err != nil {
 		panic(err)
@@ -115,8 +115,8 @@ func v4Durations() *StepTable {
 	return &StepTable{latencyMax: ms(50, 100, 550, 1000, 2000, 3000, 15000), notAvailable: ms(0, 0, 30000, 60000, 120000, 180000, 600000)}
 }
 
-// DurationTableFunc adapts a function to a DurationTable.
-type DurationTableFunc func(latency time.Duration) time.Duration
+// durationTableFunc adapts a function to a DurationTable.
+type durationTableFunc func(latency time.Duration) time.Duration
 
 // Isolation calls f(latency).
-func (f DurationTableFunc) Isolation(latency time.Duration) time.Duration { return f(latency) }
+func (f durationTableFunc) Isolation(latency time.Duration) time.Duration { return f(latency) }

@@ -27,7 +27,7 @@ func invalid(field string, value any, reason string) *ConfigError {
 }
 
 // ErrNoDetector is returned by Strategy.DetectRound when the strategy has no
-// detector (no Resolver was given, or the fault table is not the built-in one).
+// detector (no Resolver was given, or the mode has none: v4).
 var ErrNoDetector = errors.New("latency: no detector configured")
 
 // ErrClosed is returned by operations on a closed strategy.

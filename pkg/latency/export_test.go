@@ -43,3 +43,8 @@ var (
 	V4Durations = v4Durations
 	V5Durations = v5Durations
 )
+
+// Duration tables built in tests.
+type DurationTableFunc = durationTableFunc
+
+var MustStepTable = mustStepTable
