@@ -595,13 +595,12 @@ func TestStageCounter(t *testing.T) {
 	s.Select(empty, latency.PickInfo{}) // not counted: no stage answered
 	want := map[latency.Stage]uint64{latency.StageAvailable: 5, latency.StageReachable: 0, latency.StageNotLast: 0,
 		latency.StageFiltered: 0, latency.StageLeastBad: 0, latency.StageAny: 1}
-	got := c.Counts()
-	if len(got) != len(want) {
-		t.Errorf("Counts() = %v, want %v", got, want)
+	if len(latency.Stages()) != len(want) {
+		t.Errorf("Stages() = %v, want the stages of %v", latency.Stages(), want)
 	}
 	for st, n := range want {
-		if got[st] != n {
-			t.Errorf("Counts()[%s] = %d, want %d", st, got[st], n)
+		if got := c.Count(st); got != n {
+			t.Errorf("Count(%s) = %d, want %d", st, got, n)
 		}
 	}
 	if got := c.Count(latency.Stage(200)); got != 0 {

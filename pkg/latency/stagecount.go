@@ -11,12 +11,13 @@ const (
 	stageShards    = 1 << stageShardBits
 )
 
-// StageCounter counts picks by the cascade stage that answered them. Adding
-// is one atomic add on a shard picked by the calling goroutine's stack, so
-// goroutines picking at once on different cores each keep adding to their
-// own cache line instead of passing one line between cores; reading sums the
-// shards. It is safe for concurrent use; the zero value is ready.
+// StageCounter counts picks by the cascade stage that answered them. It is
+// safe for concurrent use; the zero value is ready.
 type StageCounter struct {
+	// Adding is one atomic add on a shard picked by the calling goroutine's
+	// stack, so goroutines picking at once on different cores each keep
+	// adding to their own cache line instead of passing one line between
+	// cores; reading sums the shards.
 	shards [stageShards]stageShard
 }
 
@@ -55,13 +56,4 @@ func (c *StageCounter) Count(st Stage) uint64 {
 		sum += c.shards[i].n[st].Load()
 	}
 	return sum
-}
-
-// Counts returns the count of every stage that can answer a pick.
-func (c *StageCounter) Counts() map[Stage]uint64 {
-	out := make(map[Stage]uint64, numStages)
-	for _, st := range Stages() {
-		out[st] = c.Count(st)
-	}
-	return out
 }

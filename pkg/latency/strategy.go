@@ -285,9 +285,9 @@ func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, is
 // (the switch gates the background ticks). It returns ErrNoDetector when the
 // strategy has none. When it returns, every broker due has been probed and
 // its verdict applied, and so has every broker the background loop's round
-// was probing meanwhile (waited for: RoundReport.Awaited, and probed again
-// when its check stamp has passed by then; see detector.Round). ctx cancels the round and the wait; probes already
-// running count as inconclusive. Safe for concurrent use; blocks for as long
+// was probing meanwhile (waited for: RoundReport.Awaited; probed again when
+// its check stamp has passed by then). ctx cancels the round and the wait;
+// probes already running count as inconclusive. Safe for concurrent use; blocks for as long
 // as the probes it waits for (each bounded by DetectTimeout plus ProbeGrace).
 func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	if s.detector == nil {

@@ -29,21 +29,22 @@ type FaultItem struct {
 // FaultTable is the fault table a strategy reads and updates (the
 // reference's LatencyFaultTolerance): per broker, the last latency, until when
 // it is isolated, and whether it is reachable. Unknown brokers are available
-// and reachable. Each broker has a slot whose
-// fields are atomics updated in place, so Update allocates nothing for a
-// known broker, and picks read a slot with single atomic loads. Isolation ends
-// through a timer on the Clock that clears the slot's isolated flag, so a pick
-// never reads the clock and expiry never waits for an Update: exact on a
-// ManualClock, within timer precision on the real one.
-//
-// The table keeps time on the clock's Elapsed (its table time: Unix
-// nanoseconds as the wall clock read when the table was made, advanced by
-// the time passed since), so every isolation end, check stamp and policy
-// time is monotonic: a step of the wall clock moves none of them. What it
-// reports (items, events) is converted to the wall clock as it reads then.
-//
-// All methods are safe for concurrent use; none blocks on I/O.
+// and reachable. Isolations end on time on the strategy's clock (exact on a
+// manual clock), and a step of the wall clock moves no isolation end or check
+// stamp; what the table reports (items, events) is on the wall clock as it
+// reads then. All methods are safe for concurrent use; none blocks on I/O.
 type FaultTable struct {
+	// Each broker has a slot whose fields are atomics updated in place, so
+	// Update allocates nothing for a known broker, and picks read a slot with
+	// single atomic loads. Isolation ends through a timer on the clock that
+	// clears the slot's isolated flag, so a pick never reads the clock and
+	// expiry never waits for an Update: exact on a manual clock, within timer
+	// precision on the real one.
+	//
+	// The table keeps time on the clock's Elapsed (its table time: Unix
+	// nanoseconds as the wall clock read when the table was made, advanced by
+	// the time passed since), so every isolation end, check stamp and policy
+	// time is monotonic.
 	clock clock.Clock
 	// wall0 and mono0 are the clock's Now (Unix nanoseconds) and Elapsed
 	// when the table was made: table time is wall0 + (Elapsed - mono0).

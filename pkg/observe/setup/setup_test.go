@@ -167,8 +167,8 @@ func TestNew(t *testing.T) {
 		t.Errorf("the caller's observers saw %d isolations and %d attempts, want 1 and at least 5", mine.isolations, mine.attempts)
 	}
 	var picks uint64
-	for _, n := range obs.Stages.Counts() {
-		picks += n
+	for _, st := range latency.Stages() {
+		picks += obs.Stages.Count(st)
 	}
 	if picks < 5 {
 		t.Errorf("the stage counter counted %d picks, want at least 5 (one per attempt)", picks)
