@@ -43,21 +43,12 @@ type Config struct {
 	// which reproduces 4.9.8, ignores them).
 
 	// MaxIsolatedFraction caps the share of a route's brokers that picks
-	// avoid as isolated at once (Envoy's max ejection percent, counted as
-	// Envoy does: one more may be avoided while fewer than the fraction
-	// are): of a route of n brokers, at most ceil(MaxIsolatedFraction x n),
-	// so at least one (2 of 3 or of 4, 4 of 8 at one half). When the
-	// fault table isolates more, the least bad of them stay in service and
-	// count as available in the cascade's first stage: least bad means
-	// isolated for latency rather than by a failure, then reachable, then a
-	// faster last send (graded by the duration table), then the isolation
-	// ending sooner, then the lower latency, then the name.
-	// A retry still prefers a broker that nothing isolates to one the cap
-	// keeps in service. The table itself,
-	// its items and its events are unchanged. A newly isolated broker is
-	// avoided at once; picks keep costing what they cost without the cap
-	// (BenchmarkSelect/.../policies). 0 turns the cap off (so does 1);
-	// otherwise it is in (0, 1].
+	// avoid as isolated at once (Envoy's max ejection percent): of n brokers
+	// at most ceil(MaxIsolatedFraction x n), at least one. When the fault
+	// table isolates more, the least bad of them (POLICIES.md gives the
+	// order) count as available in the cascade's first stage; a retry still
+	// prefers a broker nothing isolates. The table, its items and events are
+	// unchanged. 0 turns the cap off (so does 1); otherwise in (0, 1].
 	MaxIsolatedFraction float64
 	// IsolationBackoff lengthens the isolation of repeat offenders (Envoy
 	// and gRPC outlier detection): a broker's failure isolation is the
@@ -76,7 +67,7 @@ type Config struct {
 	// IsolationBackoff is on.
 	BackoffDecay int
 	// ProbeFailures makes a failed detector probe (any error but
-	// ErrProbeInconclusive, a timeout included) mark the broker unreachable,
+	// probe.ErrInconclusive, a timeout included) mark the broker unreachable,
 	// unless (with the capacity model on) a send of it was answered, busy
 	// included, within DetectInterval: the sends are the stronger evidence.
 	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
@@ -105,17 +96,12 @@ type Config struct {
 	CapacityRecovery time.Duration
 	// RecoveredAfter turns on the sustained recovery rule (recovery.go): a
 	// failure isolation the backoff lengthened is cut to what the duration
-	// table alone gave (at once when that has passed) only once the detector's
-	// probes have answered, every one, for RecoveredAfter since the failure
-	// that began it; never when the broker answered busy or slowly (an
-	// answer the duration table isolates for) within one failure isolation
-	// before; and once per recovery: the cut is a trial lasting until the
-	// isolation would have ended, whose answers forgive no backoff level
-	// (a failure in it isolates one level longer), and after it no
-	// isolation of the broker is cut again until answered sends forgive
-	// every level. It takes effect with the backoff and the detector on. 0
-	// turns it off; otherwise positive. The mqfault preset has 3 s: three
-	// probes a detector period apart.
+	// table alone gave once the detector's probes have answered, every one,
+	// for RecoveredAfter since the failure that began it; never when the
+	// broker answered busy or slowly within one failure isolation before;
+	// once per recovery (recovery.go describes the trial that follows a
+	// cut). It takes effect with the backoff and the detector on. 0 turns it
+	// off; otherwise positive.
 	RecoveredAfter time.Duration
 }
 

@@ -55,7 +55,7 @@ type RecoveryEvent struct {
 type ProbeEvent struct {
 	Broker string
 	Addr   string
-	// Err is nil when the broker answered, wraps ErrProbeInconclusive when
+	// Err is nil when the broker answered, wraps probe.ErrInconclusive when
 	// the probe told nothing, and is any other error when it failed.
 	Err     error
 	Elapsed time.Duration
