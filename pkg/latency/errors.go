@@ -11,14 +11,9 @@ var ErrInvalidConfig = errors.New("latency: invalid configuration")
 
 // ConfigError names the setting that is wrong, its value and why: Field is a
 // Config field as Go spells it ("DetectTimeout") or NewStepTable's column
-// ("latencyMax", "notAvailable", with Item the position from 1), Value the
-// value found, Reason what is wrong, Related another field Reason speaks of,
-// and Err is ErrInvalidConfig, which it matches. Config.Validate joins one
-// per problem.
-//
-// It is the one configuration error type of mqfault's packages
-// (producer.ConfigError and host.ConfigError are the same type), so one
-// errors.As finds any of them.
+// ("latencyMax", "notAvailable", with Item the position from 1); Err is
+// ErrInvalidConfig. It is the one configuration error type of mqfault's
+// packages (producer.ConfigError and host.ConfigError are the same type).
 type ConfigError = configerr.Error
 
 // invalid returns a *ConfigError matching ErrInvalidConfig.

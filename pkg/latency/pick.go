@@ -37,8 +37,8 @@ type Pick struct {
 // Releaser is implemented by a Reporter that holds something for each pick
 // until its attempt ends (a Reporter that counts attempts in flight), so
 // that a pick whose attempt never starts can give it back: Pick.Release
-// calls it. A Strategy holds nothing per pick and is not one. A Reporter that holds nothing need not
-// implement it. Release must be safe for concurrent use and must not block.
+// calls it. A Strategy holds nothing per pick and is not one. Release must
+// be safe for concurrent use and must not block.
 type Releaser interface {
 	Release(p Pick)
 }
@@ -124,9 +124,8 @@ func Stages() []Stage {
 // a broker nothing isolates.
 //
 // Select is safe for concurrent use, never blocks, takes no lock and
-// allocates nothing, however many brokers are isolated (the first pick on a
-// publish info the strategy was not told of with RouteChanged builds what
-// the strategy keeps for it).
+// allocates nothing once the strategy knows info (RouteChanged, or a first
+// pick on it), however many brokers are isolated.
 func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	if info.Len() == 0 {
 		return Pick{}, false

@@ -658,12 +658,9 @@ func (t *FaultTable) Item(broker string) (FaultItem, bool) {
 func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
 
 // Resync re-derives every isolated flag from the table time and re-arms
-// the expiry timers. The table time is monotonic (Clock.Elapsed) and the
-// timers keep the flags exact, so on a Clock that keeps its promises it
-// changes nothing: a step of the wall clock (a ManualClock's Set backwards
-// included) moves no isolation and needs no Resync. Only a clock moved back
-// as a whole (ManualClock.Rewind, the trace language replaying the
-// reference's wall clock) needs it: an isolation that had ended is in force
+// the expiry timers. A step of the wall clock moves no isolation and needs
+// no Resync; only a clock moved back as a whole (clock.Manual's Rewind, as
+// the trace language does) needs it: an isolation that had ended is in force
 // again while the table time is before its end.
 func (t *FaultTable) Resync() {
 	now := t.now()
