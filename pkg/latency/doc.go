@@ -53,9 +53,6 @@
 //     probe contract it calls, ServiceDetector, is package probe's, and
 //     probetest checks a ServiceDetector against it);
 //   - observer.go (what a strategy reports), stagecount.go (picks counted by
-//     stage), errors.go (configuration errors).
-//
-// The clocks (Clock, the manual clock, contexts on a clock) are package
-// clock's, the probe contract package probe's: leaf packages that plugins
-// and detectors import without the strategy.
+//     stage), errors.go (configuration errors); the clocks are package
+//     clock's, a leaf package as package probe is.
 package latency

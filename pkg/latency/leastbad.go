@@ -44,11 +44,11 @@ type leastBadKey struct {
 	slot      *slot
 }
 
-// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): items
-// sorted available first, then lower latency, then earlier isolation end,
-// then name; with one item that one, else one of the better half in round
-// robin, stepping WorstIndex. ok is false when there are no items. Over a table that has not changed
-// since the last call it allocates nothing and takes no lock.
+// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): of the
+// items sorted available first, then lower latency, earlier isolation end
+// and name, one of the better half in round robin (WorstIndex). ok is false
+// when there are no items. Over an unchanged table it allocates nothing and
+// takes no lock.
 func (t *FaultTable) PickLeastBad() (broker string, ok bool) {
 	name, _, ok := t.leastBad()
 	return name, ok

@@ -37,11 +37,9 @@ type IsolationEvent struct {
 	Duration  time.Duration // the isolation the duration table gave
 	Until     time.Time     // when the broker becomes available again, on the wall clock as it read at the event
 	Reachable bool
-	// Extended is true when the broker was isolated already and this moved
-	// the end of its isolation later; false when the isolation began here
-	// (the broker was available). The fault table decides it under the
-	// broker's lock, so counting the events with Extended false counts the
-	// isolations exactly.
+	// Extended: the broker was isolated already and this moved the end of
+	// its isolation later (false: the isolation began here). Counting the
+	// events with Extended false counts the isolations exactly.
 	Extended bool
 }
 
@@ -57,13 +55,10 @@ type ProbeEvent struct {
 	Addr   string
 	// Err is nil when the broker answered, wraps probe.ErrInconclusive when
 	// the probe told nothing, and is any other error when it failed.
-	Err     error
-	Elapsed time.Duration
-	// BecameReachable is true when the probe turned the broker reachable.
-	BecameReachable bool
-	// BecameUnreachable is true when the failed probe turned the broker
-	// unreachable (Config.ProbeFailures).
-	BecameUnreachable bool
+	Err               error
+	Elapsed           time.Duration
+	BecameReachable   bool // the probe turned the broker reachable
+	BecameUnreachable bool // the failed probe turned it unreachable (Config.ProbeFailures)
 }
 
 // NopObserver ignores everything; embed it to implement only some methods.

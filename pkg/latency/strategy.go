@@ -16,11 +16,10 @@ import (
 // attempt through a cascade of filters over a publish info, and records each
 // attempt's latency and failure in its fault table. With a Resolver it also
 // runs the detector, which probes isolated brokers in the background.
-//
-// Select and Update are safe for concurrent use, never block, never allocate
-// (with the built-in fault table) and take no lock held across a call out; a
-// detector or plugin never runs on them. Start and Close manage the detector
-// loop, the only goroutine a Strategy owns.
+// Select and Update are safe for concurrent use, never block, allocate
+// nothing once the route and the broker are known and take no lock held
+// across a call out. Start and Close manage the detector loop, the only
+// goroutine a Strategy owns.
 type Strategy struct {
 	mode    Mode
 	spec    *modeSpec // what the mode decides, looked up once
@@ -81,7 +80,7 @@ type options struct {
 // cost of one atomic add per pick (see BenchmarkSelect/.../counted).
 func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
-// WithClock sets the clock (default RealClock).
+// WithClock sets the clock (default clock.Real).
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithResolver sets the resolver the detector asks for broker addresses.
@@ -212,8 +211,7 @@ func (s *Strategy) StageCounter() *StageCounter { return s.stages }
 // Mode returns the strategy's mode.
 func (s *Strategy) Mode() Mode { return s.mode }
 
-// Table returns the fault table the strategy uses: its own, or the one
-// given with withFaultTable (in the package's tests).
+// Table returns the fault table the strategy uses.
 func (s *Strategy) Table() *FaultTable { return s.table }
 
 // SetFaultTolerance turns latency fault tolerance on or off; safe to call at
@@ -249,13 +247,10 @@ func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 // Update records the outcome of a send to broker that took latency (the
 // reference's updateFaultItem). It does nothing while fault tolerance is off.
 // Otherwise the broker is isolated for Durations().Isolation(latency), or for
-// the isolation latency's duration when isolation is true; v5 keeps
-// reachable, v4 ignores it. With Config.IsolationBackoff on, a failure's
-// isolation grows with the broker's unforgiven failure isolations, and an
-// update that isolates nothing forgives one unit of them.
-// A negative latency (a caller's clock that stepped back) counts as 0: it is
-// recorded, and looked up in the duration table, as 0 (the reference would
-// store it and rank the broker above every healthy one).
+// the mode's ModeInfo.IsolationLatency's duration when isolation is true
+// (longer with Config.IsolationBackoff); v5 keeps reachable, v4 ignores it.
+// A negative latency (a caller's clock that stepped back) counts as 0 (the
+// reference would store it and rank the broker above every healthy one).
 // Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	s.updateSlot(nil, broker, latency, isolation, reachable)

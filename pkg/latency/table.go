@@ -14,9 +14,7 @@ import (
 )
 
 // FaultItem is a snapshot of one broker's fault state. Its times are on the
-// wall clock as it read when the snapshot was taken (the table measures
-// them on the clock's Elapsed: after a wall-clock step they keep their
-// distance from now).
+// wall clock as it read when the snapshot was taken.
 type FaultItem struct {
 	Broker        string
 	Latency       time.Duration
@@ -92,7 +90,7 @@ func withTableObserver(obs Observer) tableOption { return func(t *FaultTable) { 
 
 // newFaultTable returns an empty table with mode's update rules (ModeV5
 // extends isolations and keeps reachability; ModeV4 overwrites isolations;
-// "" or an unregistered mode is ModeV5). A nil clock is RealClock.
+// "" or an unregistered mode is ModeV5). A nil clock is clock.Real.
 func newFaultTable(mode Mode, clk clock.Clock, opts ...tableOption) *FaultTable {
 	if clk == nil {
 		clk = clock.Real{}
