@@ -135,7 +135,7 @@ func CheckCancelled(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if err := detect(tb, d, ctx, ep, eps.timeout()); !errors.Is(err, probe.ErrInconclusive) {
-			tb.Errorf("Detect(%q) with a cancelled ctx = %v, want an error matching ErrProbeInconclusive", ep, err)
+			tb.Errorf("Detect(%q) with a cancelled ctx = %v, want an error matching ErrInconclusive", ep, err)
 		}
 	}
 	for _, ep := range eps.Silent {
@@ -146,7 +146,7 @@ func CheckCancelled(tb testing.TB, d probe.ServiceDetector, eps Endpoints) {
 		select {
 		case err := <-res:
 			if !errors.Is(err, probe.ErrInconclusive) {
-				tb.Errorf("Detect(%q) cancelled while running = %v, want an error matching ErrProbeInconclusive", ep, err)
+				tb.Errorf("Detect(%q) cancelled while running = %v, want an error matching ErrInconclusive", ep, err)
 			}
 		case <-time.After(grace):
 			tb.Fatalf("Detect(%q) did not return %v after its ctx was cancelled", ep, grace)
