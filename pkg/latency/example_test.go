@@ -227,19 +227,23 @@ func ExampleStrategy_DetectRound() {
 // the loop and waits for it.
 func ExampleStrategy_Start() {
 	clk := clock.NewManual(time.UnixMilli(1000000))
-	probed := make(chan string)
+	probed := make(chan string, 1)
 	detector := probe.ServiceDetectorFunc(func(_ context.Context, addr string) error {
-		probed <- addr
+		select {
+		case probed <- addr: // the first probe; later rounds' go unreported
+		default:
+		}
 		return nil
 	})
-	s, _ := latency.NewStrategy(latency.DefaultConfig(), latency.WithClock(clk),
+	cfg := latency.DefaultConfig()
+	s, _ := latency.NewStrategy(cfg, latency.WithClock(clk),
 		latency.WithResolver(probe.StaticResolver{"a": "10.0.0.1:10911"}), latency.WithServiceDetector(detector))
 	s.Update("a", 0, true, false)
 	if err := s.Start(); err != nil {
 		fmt.Println(err)
 		return
 	}
-	clk.Advance(3 * time.Second) // one period: one round
+	clk.Advance(cfg.DetectPeriod) // one period: one round
 	fmt.Println(<-probed)
 	s.Close()
 	fmt.Println(s.Start())
