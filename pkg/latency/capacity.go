@@ -2,6 +2,7 @@ package latency
 
 import (
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -323,4 +324,56 @@ func (s *Strategy) Weight(broker string) float64 {
 		return 1
 	}
 	return m.weight(sl.cap.state.Load(), s.table.units(s.table.now()))
+}
+
+// RoomElsewhere reports whether, under the capacity model, a broker other
+// than broker has room: it is reachable, not isolated, and at full weight
+// (no push-back within CapacityRecovery). A retry of broker's busy answer
+// can only find room on such a broker; when there is none, every broker
+// left is refusing the excess and a retry takes the room a first attempt
+// would have had. It reports true when the model is off, or when the table
+// knows no other reachable broker that nothing isolates (the retry then
+// goes back to broker itself, whose queue or tokens may have room again). Safe for concurrent use; it reads the clock, takes
+// no lock and allocates nothing.
+func (s *Strategy) RoomElsewhere(broker string) bool {
+	m := s.policies.capacity
+	if m == nil {
+		return true
+	}
+	slots := s.table.slots.Load()
+	if slots == nil {
+		return true
+	}
+	u := s.table.units(s.table.now())
+	others := false
+	for name, sl := range *slots {
+		if name == broker {
+			continue
+		}
+		if !sl.reachable.Load() || sl.isolated.Load() {
+			continue
+		}
+		others = true
+		if m.weightQ(sl.cap.state.Load(), u) >= roomWeight {
+			return true
+		}
+	}
+	return !others
+}
+
+// roomWeight is the least weight (in units of 1/weightScale) at which
+// RoomElsewhere counts a broker as having room: a broker that pushed back
+// once or twice lately (a burst, a busy event's share of its answers) still
+// takes most of what it is sent.
+const roomWeight = weightScale / 2
+
+// FullRemark reports whether a busy answer's remark says the broker refused
+// the request at once for want of room: RocketMQ's request pool was over its
+// limit ("[REJECTREQUEST]..."). A send queue's timeout
+// ("[TIMEOUT_CLEAN_QUEUE]...") does not: it says the queue was full when the
+// send joined it, and a stalled broker's queue empties when the stall ends;
+// nor does a page cache busy answer or any other remark. Safe for concurrent
+// use; it allocates nothing.
+func FullRemark(remark string) bool {
+	return strings.HasPrefix(remark, "[REJECTREQUEST]")
 }

@@ -410,3 +410,88 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestRoomElsewhere checks Strategy.RoomElsewhere: under the capacity model a
+// broker's busy answer leaves room elsewhere while another broker is at
+// full weight, and none once every other broker pushed back within
+// CapacityRecovery; room comes back when their weights recover. With the
+// model off there is always room.
+func TestRoomElsewhere(t *testing.T) {
+	r := newPresetRig(t, 3, 4)
+	if !r.s.RoomElsewhere("b0") {
+		t.Fatal("RoomElsewhere(b0) = false before any push-back, want true")
+	}
+	// Three push-backs leave a weight of 0.42, below RoomElsewhere's 1/2.
+	pushBy := func(broker string) {
+		for range 3 {
+			pushOnce(t, r, broker)
+		}
+	}
+	pushBy("b1")
+	if !r.s.RoomElsewhere("b0") {
+		t.Error("RoomElsewhere(b0) = false with b2 at full weight, want true")
+	}
+	pushOnce(t, r, "b2")
+	if !r.s.RoomElsewhere("b0") {
+		t.Errorf("RoomElsewhere(b0) = false with b2 pushed back once (weight %.2f), want true", r.s.Weight("b2"))
+	}
+	pushBy("b2")
+	if r.s.RoomElsewhere("b0") {
+		t.Errorf("RoomElsewhere(b0) = true with b1 (weight %.2f) and b2 (weight %.2f) pushed back, want false",
+			r.s.Weight("b1"), r.s.Weight("b2"))
+	}
+	if !r.s.RoomElsewhere("b1") {
+		t.Error("RoomElsewhere(b1) = false with b0 at full weight, want true")
+	}
+	r.clock.Advance(latency.DefaultCapacityRecovery + time.Millisecond)
+	if !r.s.RoomElsewhere("b0") {
+		t.Error("RoomElsewhere(b0) = false a recovery period after the push-backs, want true")
+	}
+
+	off := newPresetRig(t, 2, 4, func(c *latency.Config) { c.CapacityDecrease = 0 })
+	for range 8 {
+		p, _ := off.s.Select(off.info, latency.PickInfo{})
+		p.Done(pushedBack())
+	}
+	if !off.s.RoomElsewhere("b0") || !off.s.RoomElsewhere("b1") {
+		t.Error("RoomElsewhere = false with the capacity model off, want true")
+	}
+}
+
+// pushOnce picks until a pick lands on broker and answers that one busy
+// (the others answered).
+func pushOnce(t *testing.T, r *presetRig, broker string) {
+	t.Helper()
+	for range 64 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		if p.Queue.BrokerName == broker {
+			p.Done(pushedBack())
+			return
+		}
+		p.Done(answered(time.Millisecond))
+	}
+	t.Fatalf("no pick of %s in 64", broker)
+}
+
+// TestFullRemark checks which busy remarks say a broker refused a request
+// at once for want of room: the request pool's rejection only.
+func TestFullRemark(t *testing.T) {
+	for _, tt := range []struct {
+		remark string
+		want   bool
+	}{
+		{"[REJECTREQUEST]system busy, start flow control for a while", true},
+		{"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 200ms, size of queue: 57", false},
+		{"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 208ms, size of queue: 0", false},
+		{"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 5ms, size of queue: 3", false},
+		{"", false},
+		{"system busy [REJECTREQUEST]", false},
+	} {
+		if got := latency.FullRemark(tt.remark); got != tt.want {
+			t.Errorf("FullRemark(%q) = %v, want %v", tt.remark, got, tt.want)
+		}
+	}
+}

@@ -128,14 +128,34 @@ func (d *Drive) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start),
 // reports it through the attempt's pick and says whether another attempt may
-// follow (Loop.Finish). Out of order it does nothing.
+// follow (Loop.Finish). A busy answer whose remark says the broker is full
+// (latency.FullRemark) is not retried when the strategy has a RoomElsewhere
+// method (latency.Strategy) that reports no other broker with room: the
+// send ends as if its attempts had run out. Out of order it does
+// nothing.
 func (d *Drive) Finish(o Outcome) Step {
 	if d.loop.phase != phaseAttempt {
 		return Step{}
 	}
 	dec := d.loop.finish(&o)
 	d.open = false // the attempt's end, reported by Done
-	return Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
+	st := Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
+	if st.Retry && o.Class == latency.ClassBusy && d.pick.Queue != nil && latency.FullRemark(o.Remark) {
+		if r, ok := d.strat.(roomer); ok && !r.RoomElsewhere(d.pick.Queue.BrokerName) {
+			// Every other broker is refusing the excess too: a retry would
+			// only take the room of another send's attempt. The send ends
+			// with the busy answer (or an earlier answer).
+			st.Retry = false
+			d.loop.end()
+		}
+	}
+	return st
+}
+
+// roomer is a Strategy that tells whether a busy broker's retry can find
+// room elsewhere (latency.Strategy.RoomElsewhere, under its capacity model).
+type roomer interface {
+	RoomElsewhere(broker string) bool
 }
 
 // Abort ends the send now with err (Loop.Abort). An attempt started and not
