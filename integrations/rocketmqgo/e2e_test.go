@@ -18,17 +18,23 @@ import (
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
-// TestE2EFailingBroker makes one of three brokers answer SYSTEM_BUSY
-// mid-run and checks, from the brokers' logs, its isolation window.
+// TestE2EFailingBroker makes one of three brokers answer SYSTEM_ERROR
+// (code 1, a failure the reference isolates for) mid-run and checks, from
+// the brokers' logs, its isolation window.
 //
 //  1. 12 sends on healthy brokers.
-//  2. broker-b answers SYSTEM_BUSY: sends go on until it has answered one
-//     (its first error); each is retried elsewhere and stored.
-//  3. More sends at the same instant and just before the isolation ends
-//     (the duration table's isolation for a failure): none reaches broker-b.
-//  4. broker-b recovers and the clock reaches the end of the isolation:
+//  2. broker-b answers SYSTEM_ERROR: sends go on until it has answered one
+//     (its first error); each is retried elsewhere and stored. The failure
+//     isolates broker-b for the duration table's failure isolation and
+//     marks it unreachable (v5's rule for a broker error).
+//  3. A detector round probes it: its GET_MAX_OFFSET is answered (the
+//     fault is on sends only, as a broker failing its sends still answers
+//     offsets), so it is reachable again and still isolated.
+//  4. More sends at the same instant and just before the isolation ends:
+//     none reaches broker-b.
+//  5. broker-b recovers and the clock reaches the end of the isolation:
 //     broker-b is used again.
-//  5. Every send returned its own result; every message was stored.
+//  6. Every send returned its own result; every message was stored.
 func TestE2EFailingBroker(t *testing.T) {
 	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
 	b := c.brokers["broker-b"]
@@ -37,7 +43,7 @@ func TestE2EFailingBroker(t *testing.T) {
 		t.Fatalf("broker-b read no send among the first 12, want round robin over every broker")
 	}
 
-	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy, Remark: "busy"}); err != nil {
+	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemError, Remark: "store error"}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
 	var firstErr remotingtest.Request
@@ -49,15 +55,24 @@ func TestE2EFailingBroker(t *testing.T) {
 		msgs = append(msgs, m)
 		c.sendOK(m)
 		for _, r := range b.Sends() {
-			if r.ResponseCode == remotingtest.CodeSystemBusy {
+			if r.ResponseCode == remotingtest.CodeSystemError {
 				firstErr = r
 				break
 			}
 		}
 	}
 	until := firstErr.AnsweredAt.Add(c.isolation(0, true))
-	if item, _ := c.p.Strategy().Table().Item("broker-b"); !item.IsolatedUntil.Equal(until) {
-		t.Errorf("broker-b isolated until +%v, want +%v (the duration table's isolation for a failure)", item.IsolatedUntil.Sub(start), until.Sub(start))
+	strat := c.p.Strategy()
+	if item, _ := strat.Table().Item("broker-b"); !item.IsolatedUntil.Equal(until) || item.Reachable {
+		t.Errorf("broker-b isolated until +%v reachable %v, want +%v (the duration table's isolation for a failure), unreachable",
+			item.IsolatedUntil.Sub(start), item.Reachable, until.Sub(start))
+	}
+	rep, err := strat.DetectRound(context.Background())
+	if err != nil {
+		t.Fatalf("DetectRound() error = %v", err)
+	}
+	if item, _ := strat.Table().Item("broker-b"); !item.Reachable || !item.IsolatedUntil.Equal(until) || rep.Reachable == 0 {
+		t.Errorf("after a detector round: %+v (round %+v), want broker-b reachable (it answers the probe), isolated until +%v", item, rep, until.Sub(start))
 	}
 
 	msgs = append(msgs, c.sendN(24)...)
