@@ -47,13 +47,33 @@ var (
 	e2eStart  = flag.Int("e2e.start", 0, "the value every publish info's round-robin index starts at in the end-to-end tests")
 )
 
-// fixedStart is a route.RandomSource that starts indexes at v.
-type fixedStart struct{ v int32 }
+// fixedStart is a route.RandomSource that starts indexes at v and draws
+// the resets (a v5 sync retry resets the route's index) from a fixed
+// sequence: the k-th reset of a producer's indexes gets a hash of v and k.
+// Each reset lands somewhere new, as with a random source (a source that
+// gave every reset the same value would replay one index value, and with it
+// one share draw of the capacity model, after every retry), and a run is
+// the same from run to run. Safe for concurrent use.
+type fixedStart struct {
+	v      int32
+	resets *atomic.Uint64
+}
+
+func newFixedStart(v int32) fixedStart { return fixedStart{v: v, resets: new(atomic.Uint64)} }
 
 func (r fixedStart) Int32() int32 { return r.v }
 
-// Int32n returns v reduced to [0, n): the index's reset draws it.
-func (r fixedStart) Int32n(n int32) int32 { return ((r.v % n) + n) % n }
+// Int32n returns the next value of the reset sequence, in [0, n).
+func (r fixedStart) Int32n(n int32) int32 {
+	x := uint64(uint32(r.v))<<32 | r.resets.Add(1)
+	// splitmix64's finalizer.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int32(x % uint64(n))
+}
 
 // cluster is a name server, brokers, and a started wrapped producer, all on
 // one manual clock.
@@ -134,7 +154,7 @@ func (c *cluster) newProducer(clientOpts []producer.Option, opts ...rocketmqgo.O
 	opts = append([]rocketmqgo.Option{
 		rocketmqgo.WithClock(c.clock),
 		rocketmqgo.WithLogger(quietLog),
-		rocketmqgo.WithProducerOptions(mqproducer.WithRouteOptions(route.WithRandom(fixedStart{int32(*e2eStart)}))),
+		rocketmqgo.WithProducerOptions(mqproducer.WithRouteOptions(route.WithRandom(newFixedStart(int32(*e2eStart))))),
 	}, opts...)
 	p, err := rocketmqgo.NewProducer(append(base, clientOpts...), opts...)
 	if err != nil {

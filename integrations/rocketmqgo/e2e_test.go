@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
@@ -81,6 +82,105 @@ func TestE2EFailingBroker(t *testing.T) {
 
 	msgs = append(msgs, c.healAt(b, until, 12)...)
 	c.checkIsolated(b, firstErr.Seq, until)
+	c.checkNothingLost(msgs)
+}
+
+// TestE2EBusyBroker makes one of three brokers answer SYSTEM_BUSY (flow
+// control, as a real broker answers when its send queue is full) mid-run.
+// Under the preset's capacity model a busy answer is push-back, not
+// failure:
+//
+//  1. 24 sends on healthy brokers: round robin, a third on each.
+//  2. broker-b answers SYSTEM_BUSY, the clock standing still: each busy
+//     answer lowers its weight; it is never isolated and stays reachable;
+//     its share of the next 60 sends falls well below round robin's third
+//     and, near the weight's floor, still is not zero; every send is
+//     retried elsewhere and stored.
+//  3. broker-b has room again (the fault cleared). Before the capacity
+//     recovery has passed since its last busy answer it is still below full
+//     weight; once it has, it is at full weight and round robin gives it
+//     its third of the sends again.
+//  4. Every message was stored.
+func TestE2EBusyBroker(t *testing.T) {
+	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
+	b := c.brokers["broker-b"]
+	strat := c.p.Strategy()
+	recovery := e2eStrategy().CapacityRecovery
+	if recovery == 0 {
+		recovery = latency.DefaultCapacityRecovery
+	}
+	share := func(from int, n int) int { // sends broker-b read after its send from
+		return len(slices.DeleteFunc(b.Sends(), func(r remotingtest.Request) bool { return r.Seq <= from }))
+	}
+	lastSeq := func() int {
+		s := b.Sends()
+		if len(s) == 0 {
+			return 0
+		}
+		return s[len(s)-1].Seq
+	}
+	msgs := c.sendN(24)
+	if got := len(b.Sends()); got != 8 {
+		t.Fatalf("broker-b read %d of the first 24 sends, want 8 (round robin over 3 brokers)", got)
+	}
+
+	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy, Remark: "[OVERLOAD]system busy, start flow control for a while"}); err != nil {
+		t.Fatalf("SetFault() error = %v", err)
+	}
+	// Two runs of 30 sends: in the first the weight falls from 1, by
+	// CapacityDecrease with each busy answer; in the second it is near the
+	// floor, and broker-b keeps about the share of the picks whose second
+	// candidate is on broker-b too (3 of the 11 other queues) and the floor's
+	// trickle.
+	var shares [2]int
+	for half := range shares {
+		from := lastSeq()
+		for i := range 30 {
+			m := message(100 + 30*half + i)
+			msgs = append(msgs, m)
+			c.sendOK(m)
+			if !strat.Table().IsAvailable("broker-b") || !strat.Table().IsReachable("broker-b") {
+				t.Fatalf("after busy send %d broker-b available %v reachable %v, want a busy broker neither isolated nor unreachable",
+					30*half+i, strat.Table().IsAvailable("broker-b"), strat.Table().IsReachable("broker-b"))
+			}
+		}
+		shares[half] = share(from, 30)
+	}
+	t.Logf("broker-b read %v of 2 x 30 sends while busy", shares)
+	busy := b.Sends()
+	if len(busy) == 0 || busy[len(busy)-1].ResponseCode != remotingtest.CodeSystemBusy {
+		t.Fatalf("broker-b's last send = %v, want answered SYSTEM_BUSY", busy)
+	}
+	last := busy[len(busy)-1]
+	if all := shares[0] + shares[1]; all >= 14 || shares[1] == 0 || shares[1] >= 10 {
+		t.Errorf("broker-b read %v of 2 x 30 sends while busy, want fewer than 14 in all (round robin: 20), "+
+			"and in the second run some (the floor's trickle), fewer than round robin's 10", shares)
+	}
+	if w := strat.Weight("broker-b"); w >= 0.5 {
+		t.Errorf("broker-b's weight after its busy answers = %v, want below 0.5", w)
+	}
+
+	if err := b.SetFault(remotingtest.Fault{}); err != nil {
+		t.Fatalf("SetFault() error = %v", err)
+	}
+	c.clock.Set(last.AnsweredAt.Add(recovery - recovery/8))
+	if w := strat.Weight("broker-b"); w >= 1 {
+		t.Errorf("broker-b's weight %v after its last busy answer = %v, want below full weight", recovery-recovery/8, w)
+	}
+	c.clock.Set(last.AnsweredAt.Add(recovery))
+	if w := strat.Weight("broker-b"); w != 1 {
+		t.Errorf("broker-b's weight %v after its last busy answer = %v, want 1 (full weight)", recovery, w)
+	}
+	// A pick weighs shares at the fault table's last seen time, which an
+	// outcome moves: the first pick after the clock's jump may still see
+	// broker-b's weight as at its last busy answer. Its outcome brings the
+	// table's time to the clock's.
+	msgs = append(msgs, c.sendN(1)...)
+	from := lastSeq()
+	msgs = append(msgs, c.sendN(24)...)
+	if got := share(from, 24); got != 8 {
+		t.Errorf("broker-b read %d of 24 sends once back at full weight, want 8 (round robin over 3 brokers)", got)
+	}
 	c.checkNothingLost(msgs)
 }
 
