@@ -29,9 +29,11 @@ import (
 // the brokers' answer delays all move only when a test advances it, so the
 // tests assert exact isolation windows without waiting for them. Every
 // publish info's round-robin index starts at -e2e.start (0 unless given), so
-// which queue a send lands on, and the load-aware pick's second candidate,
-// are the same from run to run: a test that holds for one start and not
-// another shows itself with -e2e.start, never as a flake.
+// which queue a send lands on, and the capacity model's second candidate
+// and share draw (both functions of the index value; a v5 retry's index
+// reset takes the next value of fixedStart's sequence), are the same from
+// run to run: a test that holds for one start and not another shows itself
+// with -e2e.start, never as a flake.
 
 const (
 	e2eTopic = "TopicTest"
@@ -88,12 +90,15 @@ type cluster struct {
 // e2eStrategy is the strategy configuration of the end-to-end tests:
 // latency.DefaultConfig with the background detector loop's period longer
 // than any test moves the clock, so the only detector rounds are the ones a
-// test runs (Strategy.DetectRound). A background round that a clock move
-// fires claims every due broker's check stamp; a test's round started while
-// it probes finds the broker not due and returns before that probe's verdict
-// is in (TestE2EAsyncRefusedBroker failed so, 1 to 4 runs in 90 under -race
-// with every -e2e.start). A test that sets its own strategy starts from
-// this; one that gives WithConfig sets detect_period itself.
+// test runs (Strategy.DetectRound). The tests need that, not as a guard
+// against a race: TestE2EDroppedRequests and TestE2EFailingBroker assert a
+// broker unreachable after its failure and before their own round, and
+// what their round reports (a probe answered); with the preset's 1 s period
+// a clock move of a second (the dropped attempt's deadline) fires a
+// background round that probes the broker first, and the test's round then
+// finds it not due (TestE2EDroppedRequests failed 5 runs of 5 so). A test
+// that sets its own strategy starts from this; one that gives WithConfig
+// sets detect_period itself.
 func e2eStrategy() latency.Config {
 	cfg := latency.DefaultConfig()
 	cfg.DetectPeriod = 1000 * time.Hour

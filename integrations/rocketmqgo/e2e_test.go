@@ -193,8 +193,8 @@ func TestE2EBusyBroker(t *testing.T) {
 //     table's duration for 600 ms (2 s with the 5.x table), to the
 //     nanosecond, and no send reaches it before.
 //  3. broker-b is fast again and the isolation ends: it is used again,
-//     within the seconds the preset's load-aware score takes to forget the
-//     600 ms answer.
+//     within the seconds the capacity model's latency average takes to
+//     forget the 600 ms answer.
 func TestE2ESlowBroker(t *testing.T) {
 	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
 	b := c.brokers["broker-b"]
@@ -233,9 +233,11 @@ func TestE2ESlowBroker(t *testing.T) {
 	if err := b.SetFault(remotingtest.Fault{Delay: slow}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
-	// broker-b, the slowest, is picked only where the load-aware pick's two
-	// candidates are both on it: about one send in eleven, in runs as long as
-	// the round-robin index's start makes them.
+	// broker-b's latency average (the capacity model's latency term) is past
+	// 25 ms and 4 times the others' after its 100 ms answers, so a pick that
+	// lands on it moves to its second candidate (another broker's queue)
+	// with a probability that grows with the ratio: a few sends may go by
+	// before one reaches it.
 	for i := 0; !send(slow); i++ {
 		if i == 120 {
 			t.Fatalf("broker-b read no send in 120, want it picked")
@@ -264,8 +266,8 @@ func TestE2ESlowBroker(t *testing.T) {
 	for range 12 {
 		send(0)
 	}
-	// The preset's load-aware picks weigh broker-b's 600 ms answer until it
-	// fades (exp(-t/1 s): under the others' 1 ms within 6.4 s), so it may
+	// The capacity model's latency term weighs broker-b's 600 ms answer
+	// until its average fades (time constant 1 s) under 25 ms, so it may
 	// take a few seconds more to be picked again: within 8 s.
 	usedAgain := func() bool {
 		return slices.ContainsFunc(b.Sends(), func(r remotingtest.Request) bool { return r.Seq > held.Seq })
