@@ -29,9 +29,11 @@ import (
 // the brokers' answer delays all move only when a test advances it, so the
 // tests assert exact isolation windows without waiting for them. Every
 // publish info's round-robin index starts at -e2e.start (0 unless given), so
-// which queue a send lands on, and the load-aware pick's second candidate,
-// are the same from run to run: a test that holds for one start and not
-// another shows itself with -e2e.start, never as a flake.
+// which queue a send lands on, and the capacity model's second candidate
+// and share draw (both functions of the index value; a v5 retry's index
+// reset takes the next value of fixedStart's sequence), are the same from
+// run to run: a test that holds for one start and not another shows itself
+// with -e2e.start, never as a flake.
 
 const (
 	e2eTopic = "TopicTest"
@@ -47,13 +49,33 @@ var (
 	e2eStart  = flag.Int("e2e.start", 0, "the value every publish info's round-robin index starts at in the end-to-end tests")
 )
 
-// fixedStart is a route.RandomSource that starts indexes at v.
-type fixedStart struct{ v int32 }
+// fixedStart is a route.RandomSource that starts indexes at v and draws
+// the resets (a v5 sync retry resets the route's index) from a fixed
+// sequence: the k-th reset of a producer's indexes gets a hash of v and k.
+// Each reset lands somewhere new, as with a random source (a source that
+// gave every reset the same value would replay one index value, and with it
+// one share draw of the capacity model, after every retry), and a run is
+// the same from run to run. Safe for concurrent use.
+type fixedStart struct {
+	v      int32
+	resets *atomic.Uint64
+}
+
+func newFixedStart(v int32) fixedStart { return fixedStart{v: v, resets: new(atomic.Uint64)} }
 
 func (r fixedStart) Int32() int32 { return r.v }
 
-// Int32n returns v reduced to [0, n): the index's reset draws it.
-func (r fixedStart) Int32n(n int32) int32 { return ((r.v % n) + n) % n }
+// Int32n returns the next value of the reset sequence, in [0, n).
+func (r fixedStart) Int32n(n int32) int32 {
+	x := uint64(uint32(r.v))<<32 | r.resets.Add(1)
+	// splitmix64's finalizer.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int32(x % uint64(n))
+}
 
 // cluster is a name server, brokers, and a started wrapped producer, all on
 // one manual clock.
@@ -68,12 +90,15 @@ type cluster struct {
 // e2eStrategy is the strategy configuration of the end-to-end tests:
 // latency.DefaultConfig with the background detector loop's period longer
 // than any test moves the clock, so the only detector rounds are the ones a
-// test runs (Strategy.DetectRound). A background round that a clock move
-// fires claims every due broker's check stamp; a test's round started while
-// it probes finds the broker not due and returns before that probe's verdict
-// is in (TestE2EAsyncRefusedBroker failed so, 1 to 4 runs in 90 under -race
-// with every -e2e.start). A test that sets its own strategy starts from
-// this; one that gives WithConfig sets detect_period itself.
+// test runs (Strategy.DetectRound). The tests need that, not as a guard
+// against a race: TestE2EDroppedRequests and TestE2EFailingBroker assert a
+// broker unreachable after its failure and before their own round, and
+// what their round reports (a probe answered); with the preset's 1 s period
+// a clock move of a second (the dropped attempt's deadline) fires a
+// background round that probes the broker first, and the test's round then
+// finds it not due (TestE2EDroppedRequests failed 5 runs of 5 so). A test
+// that sets its own strategy starts from this; one that gives WithConfig
+// sets detect_period itself.
 func e2eStrategy() latency.Config {
 	cfg := latency.DefaultConfig()
 	cfg.DetectPeriod = 1000 * time.Hour
@@ -134,7 +159,7 @@ func (c *cluster) newProducer(clientOpts []producer.Option, opts ...rocketmqgo.O
 	opts = append([]rocketmqgo.Option{
 		rocketmqgo.WithClock(c.clock),
 		rocketmqgo.WithLogger(quietLog),
-		rocketmqgo.WithProducerOptions(mqproducer.WithRouteOptions(route.WithRandom(fixedStart{int32(*e2eStart)}))),
+		rocketmqgo.WithProducerOptions(mqproducer.WithRouteOptions(route.WithRandom(newFixedStart(int32(*e2eStart))))),
 	}, opts...)
 	p, err := rocketmqgo.NewProducer(append(base, clientOpts...), opts...)
 	if err != nil {

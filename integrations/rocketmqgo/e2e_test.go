@@ -15,20 +15,27 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/mqfault/mqfault/integrations/rocketmqgo/internal/remotingtest"
+	"github.com/mqfault/mqfault/pkg/latency"
 	mqproducer "github.com/mqfault/mqfault/pkg/producer"
 )
 
-// TestE2EFailingBroker makes one of three brokers answer SYSTEM_BUSY
-// mid-run and checks, from the brokers' logs, its isolation window.
+// TestE2EFailingBroker makes one of three brokers answer SYSTEM_ERROR
+// (code 1, a failure the reference isolates for) mid-run and checks, from
+// the brokers' logs, its isolation window.
 //
 //  1. 12 sends on healthy brokers.
-//  2. broker-b answers SYSTEM_BUSY: sends go on until it has answered one
-//     (its first error); each is retried elsewhere and stored.
-//  3. More sends at the same instant and just before the isolation ends
-//     (the duration table's isolation for a failure): none reaches broker-b.
-//  4. broker-b recovers and the clock reaches the end of the isolation:
+//  2. broker-b answers SYSTEM_ERROR: sends go on until it has answered one
+//     (its first error); each is retried elsewhere and stored. The failure
+//     isolates broker-b for the duration table's failure isolation and
+//     marks it unreachable (v5's rule for a broker error).
+//  3. A detector round probes it: its GET_MAX_OFFSET is answered (the
+//     fault is on sends only, as a broker failing its sends still answers
+//     offsets), so it is reachable again and still isolated.
+//  4. More sends at the same instant and just before the isolation ends:
+//     none reaches broker-b.
+//  5. broker-b recovers and the clock reaches the end of the isolation:
 //     broker-b is used again.
-//  5. Every send returned its own result; every message was stored.
+//  6. Every send returned its own result; every message was stored.
 func TestE2EFailingBroker(t *testing.T) {
 	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
 	b := c.brokers["broker-b"]
@@ -37,7 +44,7 @@ func TestE2EFailingBroker(t *testing.T) {
 		t.Fatalf("broker-b read no send among the first 12, want round robin over every broker")
 	}
 
-	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy, Remark: "busy"}); err != nil {
+	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemError, Remark: "store error"}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
 	var firstErr remotingtest.Request
@@ -49,15 +56,24 @@ func TestE2EFailingBroker(t *testing.T) {
 		msgs = append(msgs, m)
 		c.sendOK(m)
 		for _, r := range b.Sends() {
-			if r.ResponseCode == remotingtest.CodeSystemBusy {
+			if r.ResponseCode == remotingtest.CodeSystemError {
 				firstErr = r
 				break
 			}
 		}
 	}
 	until := firstErr.AnsweredAt.Add(c.isolation(0, true))
-	if item, _ := c.p.Strategy().Table().Item("broker-b"); !item.IsolatedUntil.Equal(until) {
-		t.Errorf("broker-b isolated until +%v, want +%v (the duration table's isolation for a failure)", item.IsolatedUntil.Sub(start), until.Sub(start))
+	strat := c.p.Strategy()
+	if item, _ := strat.Table().Item("broker-b"); !item.IsolatedUntil.Equal(until) || item.Reachable {
+		t.Errorf("broker-b isolated until +%v reachable %v, want +%v (the duration table's isolation for a failure), unreachable",
+			item.IsolatedUntil.Sub(start), item.Reachable, until.Sub(start))
+	}
+	rep, err := strat.DetectRound(context.Background())
+	if err != nil {
+		t.Fatalf("DetectRound() error = %v", err)
+	}
+	if item, _ := strat.Table().Item("broker-b"); !item.Reachable || !item.IsolatedUntil.Equal(until) || rep.Reachable == 0 {
+		t.Errorf("after a detector round: %+v (round %+v), want broker-b reachable (it answers the probe), isolated until +%v", item, rep, until.Sub(start))
 	}
 
 	msgs = append(msgs, c.sendN(24)...)
@@ -66,6 +82,105 @@ func TestE2EFailingBroker(t *testing.T) {
 
 	msgs = append(msgs, c.healAt(b, until, 12)...)
 	c.checkIsolated(b, firstErr.Seq, until)
+	c.checkNothingLost(msgs)
+}
+
+// TestE2EBusyBroker makes one of three brokers answer SYSTEM_BUSY (flow
+// control, as a real broker answers when its send queue is full) mid-run.
+// Under the preset's capacity model a busy answer is push-back, not
+// failure:
+//
+//  1. 24 sends on healthy brokers: round robin, a third on each.
+//  2. broker-b answers SYSTEM_BUSY, the clock standing still: each busy
+//     answer lowers its weight; it is never isolated and stays reachable;
+//     its share of the next 60 sends falls well below round robin's third
+//     and, near the weight's floor, still is not zero; every send is
+//     retried elsewhere and stored.
+//  3. broker-b has room again (the fault cleared). Before the capacity
+//     recovery has passed since its last busy answer it is still below full
+//     weight; once it has, it is at full weight and round robin gives it
+//     its third of the sends again.
+//  4. Every message was stored.
+func TestE2EBusyBroker(t *testing.T) {
+	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
+	b := c.brokers["broker-b"]
+	strat := c.p.Strategy()
+	recovery := e2eStrategy().CapacityRecovery
+	if recovery == 0 {
+		recovery = latency.DefaultCapacityRecovery
+	}
+	share := func(from int, n int) int { // sends broker-b read after its send from
+		return len(slices.DeleteFunc(b.Sends(), func(r remotingtest.Request) bool { return r.Seq <= from }))
+	}
+	lastSeq := func() int {
+		s := b.Sends()
+		if len(s) == 0 {
+			return 0
+		}
+		return s[len(s)-1].Seq
+	}
+	msgs := c.sendN(24)
+	if got := len(b.Sends()); got != 8 {
+		t.Fatalf("broker-b read %d of the first 24 sends, want 8 (round robin over 3 brokers)", got)
+	}
+
+	if err := b.SetFault(remotingtest.Fault{Code: remotingtest.CodeSystemBusy, Remark: "[OVERLOAD]system busy, start flow control for a while"}); err != nil {
+		t.Fatalf("SetFault() error = %v", err)
+	}
+	// Two runs of 30 sends: in the first the weight falls from 1, by
+	// CapacityDecrease with each busy answer; in the second it is near the
+	// floor, and broker-b keeps about the share of the picks whose second
+	// candidate is on broker-b too (3 of the 11 other queues) and the floor's
+	// trickle.
+	var shares [2]int
+	for half := range shares {
+		from := lastSeq()
+		for i := range 30 {
+			m := message(100 + 30*half + i)
+			msgs = append(msgs, m)
+			c.sendOK(m)
+			if !strat.Table().IsAvailable("broker-b") || !strat.Table().IsReachable("broker-b") {
+				t.Fatalf("after busy send %d broker-b available %v reachable %v, want a busy broker neither isolated nor unreachable",
+					30*half+i, strat.Table().IsAvailable("broker-b"), strat.Table().IsReachable("broker-b"))
+			}
+		}
+		shares[half] = share(from, 30)
+	}
+	t.Logf("broker-b read %v of 2 x 30 sends while busy", shares)
+	busy := b.Sends()
+	if len(busy) == 0 || busy[len(busy)-1].ResponseCode != remotingtest.CodeSystemBusy {
+		t.Fatalf("broker-b's last send = %v, want answered SYSTEM_BUSY", busy)
+	}
+	last := busy[len(busy)-1]
+	if all := shares[0] + shares[1]; all >= 14 || shares[1] == 0 || shares[1] >= 10 {
+		t.Errorf("broker-b read %v of 2 x 30 sends while busy, want fewer than 14 in all (round robin: 20), "+
+			"and in the second run some (the floor's trickle), fewer than round robin's 10", shares)
+	}
+	if w := strat.Weight("broker-b"); w >= 0.5 {
+		t.Errorf("broker-b's weight after its busy answers = %v, want below 0.5", w)
+	}
+
+	if err := b.SetFault(remotingtest.Fault{}); err != nil {
+		t.Fatalf("SetFault() error = %v", err)
+	}
+	c.clock.Set(last.AnsweredAt.Add(recovery - recovery/8))
+	if w := strat.Weight("broker-b"); w >= 1 {
+		t.Errorf("broker-b's weight %v after its last busy answer = %v, want below full weight", recovery-recovery/8, w)
+	}
+	c.clock.Set(last.AnsweredAt.Add(recovery))
+	if w := strat.Weight("broker-b"); w != 1 {
+		t.Errorf("broker-b's weight %v after its last busy answer = %v, want 1 (full weight)", recovery, w)
+	}
+	// A pick weighs shares at the fault table's last seen time, which an
+	// outcome moves: the first pick after the clock's jump may still see
+	// broker-b's weight as at its last busy answer. Its outcome brings the
+	// table's time to the clock's.
+	msgs = append(msgs, c.sendN(1)...)
+	from := lastSeq()
+	msgs = append(msgs, c.sendN(24)...)
+	if got := share(from, 24); got != 8 {
+		t.Errorf("broker-b read %d of 24 sends once back at full weight, want 8 (round robin over 3 brokers)", got)
+	}
 	c.checkNothingLost(msgs)
 }
 
@@ -78,8 +193,8 @@ func TestE2EFailingBroker(t *testing.T) {
 //     table's duration for 600 ms (2 s with the 5.x table), to the
 //     nanosecond, and no send reaches it before.
 //  3. broker-b is fast again and the isolation ends: it is used again,
-//     within the seconds the preset's load-aware score takes to forget the
-//     600 ms answer.
+//     within the seconds the capacity model's latency average takes to
+//     forget the 600 ms answer.
 func TestE2ESlowBroker(t *testing.T) {
 	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
 	b := c.brokers["broker-b"]
@@ -118,9 +233,11 @@ func TestE2ESlowBroker(t *testing.T) {
 	if err := b.SetFault(remotingtest.Fault{Delay: slow}); err != nil {
 		t.Fatalf("SetFault() error = %v", err)
 	}
-	// broker-b, the slowest, is picked only where the load-aware pick's two
-	// candidates are both on it: about one send in eleven, in runs as long as
-	// the round-robin index's start makes them.
+	// broker-b's latency average (the capacity model's latency term) is past
+	// 25 ms and 4 times the others' after its 100 ms answers, so a pick that
+	// lands on it moves to its second candidate (another broker's queue)
+	// with a probability that grows with the ratio: a few sends may go by
+	// before one reaches it.
 	for i := 0; !send(slow); i++ {
 		if i == 120 {
 			t.Fatalf("broker-b read no send in 120, want it picked")
@@ -149,8 +266,8 @@ func TestE2ESlowBroker(t *testing.T) {
 	for range 12 {
 		send(0)
 	}
-	// The preset's load-aware picks weigh broker-b's 600 ms answer until it
-	// fades (exp(-t/1 s): under the others' 1 ms within 6.4 s), so it may
+	// The capacity model's latency term weighs broker-b's 600 ms answer
+	// until its average fades (time constant 1 s) under 25 ms, so it may
 	// take a few seconds more to be picked again: within 8 s.
 	usedAgain := func() bool {
 		return slices.ContainsFunc(b.Sends(), func(r remotingtest.Request) bool { return r.Seq > held.Seq })
