@@ -164,3 +164,37 @@ func TestDocListsEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestItemlessBrokerKeepsSeries: a broker that only answers busy has no
+// fault item under the preset (push-back is not a failure), yet its attempts
+// are counted: its series survive every scrape while attempts keep naming
+// it, and go only after a scrape interval with neither an item nor an event.
+func TestItemlessBrokerKeepsSeries(t *testing.T) {
+	m, reg := newRegistered(t)
+	cfg := latency.DefaultConfig()
+	cfg.Detector = false
+	s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)), latency.WithObserver(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m.Watch(s)
+	q := route.MessageQueue{Topic: "T", BrokerName: "b"}
+	busy := func() {
+		m.OnAttempt(producer.AttemptEvent{Queue: q, Outcome: producer.Outcome{Class: latency.ClassBusy, Code: 2, Elapsed: time.Millisecond}})
+	}
+	const key = "mqfault_attempts_total{broker=b,outcome=busy}"
+	for scrape := 1; scrape <= 3; scrape++ {
+		busy()
+		if _, ok := s.Table().Item("b"); ok {
+			t.Fatal("b has a fault item: this test needs a broker without one")
+		}
+		if got := gather(t, reg)[key]; got != float64(scrape) {
+			t.Fatalf("scrape %d: %s = %v, want %d (its series kept between scrapes)", scrape, key, got, scrape)
+		}
+	}
+	gather(t, reg) // a scrape interval with no event for b
+	if got, ok := gather(t, reg)[key]; ok {
+		t.Errorf("%s = %v after a quiet scrape interval with no fault item, want the series gone", key, got)
+	}
+}

@@ -117,6 +117,9 @@ var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, 
 // brokerSeries are one broker's series, resolved once so an event is an
 // atomic add.
 type brokerSeries struct {
+	// touched is set by every event naming the broker and cleared by each
+	// scrape (prune).
+	touched    atomic.Bool
 	attempts   []prometheus.Counter // by latency class
 	duration   prometheus.Observer
 	isolations [len(reasons)]prometheus.Counter
@@ -232,7 +235,9 @@ func (m *Metrics) Watch(s *latency.Strategy) { m.strategy.Store(s) }
 
 func (m *Metrics) broker(name string) *brokerSeries {
 	if b, ok := m.brokers.Load(name); ok {
-		return b.(*brokerSeries)
+		bs := b.(*brokerSeries)
+		bs.touched.Store(true)
+		return bs
 	}
 	b := &brokerSeries{ended: m.ended.WithLabelValues(name), attempts: make([]prometheus.Counter, numClasses),
 		duration: m.attemptDur.WithLabelValues(name)}
@@ -244,7 +249,9 @@ func (m *Metrics) broker(name string) *brokerSeries {
 		b.extensions[i] = m.extensions.WithLabelValues(name, string(r))
 	}
 	actual, _ := m.brokers.LoadOrStore(name, b)
-	return actual.(*brokerSeries)
+	bs := actual.(*brokerSeries)
+	bs.touched.Store(true)
+	return bs
 }
 
 // OnIsolate counts an isolation begun, or one extended, by broker and
@@ -328,9 +335,12 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. It reads the watched strategy's
 // fault table (a snapshot) and stage counter; it never touches the pick path.
-// A broker the table no longer has (no route names it) loses its per-broker
+// A broker the table has no item for and no event has named since the last
+// scrape (no route names it, or it has gone quiet) loses its per-broker
 // series first, so they stay bounded by the routes' brokers; an event for it
-// later brings them back, from zero.
+// later brings them back, from zero. A broker with no item that events keep
+// naming (one that only pushes back, which the preset counts as load, not
+// failure) keeps its series.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	s := m.strategy.Load()
 	var items []latency.FaultItem
@@ -368,15 +378,15 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // prune deletes the per-broker series of every broker that items (the fault
-// table's) does not have.
+// table's) does not have and that no event named since the last prune.
 func (m *Metrics) prune(items []latency.FaultItem) {
 	have := make(map[string]bool, len(items))
 	for _, it := range items {
 		have[it.Broker] = true
 	}
-	m.brokers.Range(func(k, _ any) bool {
+	m.brokers.Range(func(k, v any) bool {
 		name := k.(string)
-		if have[name] {
+		if touched := v.(*brokerSeries).touched.Swap(false); have[name] || touched {
 			return true
 		}
 		m.brokers.Delete(name)
