@@ -23,8 +23,9 @@
 // Label values:
 //
 //	broker   a broker name of the routes; the per-broker series of a broker
-//	         go when the strategy drops its fault item (no route names it any
-//	         more), so they stay bounded by the routes' brokers
+//	         go at a scrape when the strategy has no fault item for it (no
+//	         route names it any more) and no event named it since the last
+//	         scrape, so they stay bounded by the routes' brokers
 //	reason   latency (a slow answer, per the duration table), failure (a
 //	         failed attempt or a failed probe), explicit (an isolation set by
 //	         the program through the fault table, not by an attempt)
