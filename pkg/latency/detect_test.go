@@ -1,57 +1,19 @@
 package latency_test
 
 import (
-	"net"
 	"testing"
 
 	"github.com/mqfault/mqfault/pkg/clock"
 	"github.com/mqfault/mqfault/pkg/latency"
 	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 )
-
-// listen starts a 127.0.0.1 listener that accepts and closes connections
-// until the test ends.
-func listen(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback listener: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	return ln.Addr().String()
-}
-
-// closedPort returns a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback listener: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestTCPDetectorInStrategy runs a detector round with the built-in TCP
 // detector on a manual clock: the listener's broker becomes reachable, the
 // closed port's stays unreachable.
 func TestTCPDetectorInStrategy(t *testing.T) {
-	open, closed := listen(t), closedPort(t)
+	open, closed := probetest.ListenTCP(t), probetest.ClosedTCP(t)
 	cfg := latency.DefaultConfig()
 	clk := clock.NewManual(t0)
 	s, err := latency.NewStrategy(cfg, latency.WithClock(clk),

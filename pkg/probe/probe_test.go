@@ -9,48 +9,11 @@ import (
 	"time"
 
 	"github.com/mqfault/mqfault/pkg/probe"
+	"github.com/mqfault/mqfault/pkg/probe/probetest"
 )
 
-// listen starts a 127.0.0.1 listener that accepts and closes connections
-// until the test ends.
-func listen(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback listener: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	return ln.Addr().String()
-}
-
-// closedPort returns a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback listener: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestTCPDetector(t *testing.T) {
-	open, closed := listen(t), closedPort(t)
+	open, closed := probetest.ListenTCP(t), probetest.ClosedTCP(t)
 	tests := []struct {
 		name             string
 		detector         probe.TCPDetector
