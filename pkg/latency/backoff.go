@@ -38,6 +38,16 @@ func backoffSection(c Config) backoffConfig {
 
 // backoffPolicy registers the backoff (policy.go).
 var backoffPolicy = policyKind{
+	name: "backoff", ablation: "backoff",
+	knobs: []PolicyKnob{
+		policyKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)", true,
+			func(c *Config) *float64 { return &c.IsolationBackoff }),
+		policyKnob("max_isolation", "", "the longest isolation the backoff gives", false,
+			func(c *Config) *time.Duration { return &c.MaxIsolation }),
+		policyKnob("backoff_decay", "", "answered sends that forgive one failure isolation of the backoff", false,
+			func(c *Config) *int { return &c.BackoffDecay }),
+	},
+	on: func(c Config) bool { return c.IsolationBackoff != 0 },
 	validate: func(c Config, l *configerr.List) {
 		b := backoffSection(c)
 		m := b.Multiplier

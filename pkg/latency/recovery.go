@@ -223,6 +223,12 @@ func recoveredAfter(c Config) time.Duration {
 
 // recoveryPolicy registers the sustained recovery rule (policy.go).
 var recoveryPolicy = policyKind{
+	name: "recovered broker comes back", ablation: "recovered-after", requires: []string{"backoff", "detector"},
+	knobs: []PolicyKnob{
+		policyKnob("recovered_after", "", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)", true,
+			func(c *Config) *time.Duration { return &c.RecoveredAfter }),
+	},
+	on: func(c Config) bool { return c.RecoveredAfter > 0 },
 	validate: func(c Config, l *configerr.List) {
 		if r := recoverySection(c); r.After < 0 {
 			l.Add(invalid("RecoveredAfter", r.After, "must not be negative (0 turns the rule off)"))
