@@ -20,8 +20,8 @@ type Config struct {
 	// the detector: mode, fault_tolerance, detector, detect_interval,
 	// detect_timeout, detect_period, detect_parallel, durations, and the
 	// policies past the reference: max_isolated_fraction, isolation_backoff,
-	// max_isolation, backoff_decay, probe_failures, capacity_decrease,
-	// capacity_recovery, recovered_after.
+	// max_isolation, backoff_decay, probe_failures, recovered_after,
+	// capacity_decrease, capacity_recovery (latency's policy registry).
 	// Strategy.Filters is set in code only: it has no knob.
 	Strategy latency.Config
 	// Producer holds the knobs of the send loop: retry_times,

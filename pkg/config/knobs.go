@@ -25,11 +25,13 @@ const (
 
 // knobs is the one table of knobs. To add a knob: add its field to
 // latency.Config, producer.Config or Config (with its value in the presets),
-// then one line here. Its file key, environment variable, Encode line, Knobs
+// then one line here; a knob of a latency policy past the reference is a
+// line of that policy's registry entry instead (latency.Policies), which
+// policyKnobs turns into the table's lines. Its file key, environment variable, Encode line, Knobs
 // entry and error messages all come from this line; the field it binds is
 // found from the binding itself (fieldPath), so the range errors of the
 // sub-config's Validate, which name the field, name the knob too.
-var knobs = []knob{
+var knobs = slices.Concat([]knob{
 	modeKnob("mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
 		func(c *Config) *latency.Mode { return &c.Strategy.Mode }),
 	boolKnob("fault_tolerance", "latency fault tolerance on or off (sendLatencyFaultEnable)",
@@ -46,22 +48,9 @@ var knobs = []knob{
 		func(c *Config) *int { return &c.Strategy.DetectParallel }),
 	durationsKnob("durations", "the duration table: thresholds;isolations (two comma-separated columns), or default for the mode's",
 		func(c *Config) *latency.DurationTable { return &c.Strategy.Durations }),
-	floatKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
-		func(c *Config) *float64 { return &c.Strategy.MaxIsolatedFraction }),
-	floatKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)",
-		func(c *Config) *float64 { return &c.Strategy.IsolationBackoff }),
-	durationKnob("max_isolation", "the longest isolation the backoff gives",
-		func(c *Config) *time.Duration { return &c.Strategy.MaxIsolation }),
-	intKnob("backoff_decay", "answered sends that forgive one failure isolation of the backoff",
-		func(c *Config) *int { return &c.Strategy.BackoffDecay }),
-	boolKnob("probe_failures", "a failed detector probe marks the broker unreachable (v5)",
-		func(c *Config) *bool { return &c.Strategy.ProbeFailures }),
-	floatKnob("capacity_decrease", "0.9", "capacity model: a busy answer or a throttled attempt multiplies the broker's weight (its share of picks) by this, isolating nothing; 0 is off (v5)",
-		func(c *Config) *float64 { return &c.Strategy.CapacityDecrease }),
-	durationKnob("capacity_recovery", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 1s",
-		func(c *Config) *time.Duration { return &c.Strategy.CapacityRecovery }),
-	durationKnob("recovered_after", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)",
-		func(c *Config) *time.Duration { return &c.Strategy.RecoveredAfter }),
+	// The policies past the reference: one knob per setting of each
+	// policy of latency's registry (latency.Policies), in its order.
+}, policyKnobs(), []knob{
 	intKnob("retry_times", "retries of a sync send after its first attempt (retryTimesWhenSendFailed)",
 		func(c *Config) *int { return &c.Producer.RetryTimes }),
 	intKnob("async_retry_times", "retries of an async send (retryTimesWhenSendAsyncFailed)",
@@ -90,6 +79,30 @@ var knobs = []knob{
 		func(c *Config) *time.Duration { return &c.LogInterval }),
 	boolKnob("count_stages", "count picks by cascade stage (one atomic add per pick) for metrics",
 		func(c *Config) *bool { return &c.CountStages }),
+})
+
+// policyKnobs returns a knob for every setting of every policy of
+// latency's registry, bound to its field of Config.Strategy.
+func policyKnobs() []knob {
+	var out []knob
+	for _, p := range latency.Policies() {
+		for _, pk := range p.Knobs {
+			var zero latency.Config
+			switch pk.Bind(&zero).(type) {
+			case *float64:
+				out = append(out, floatKnob(pk.Key, pk.Example, pk.Doc, func(c *Config) *float64 { return pk.Bind(&c.Strategy).(*float64) }))
+			case *int:
+				out = append(out, intKnob(pk.Key, pk.Doc, func(c *Config) *int { return pk.Bind(&c.Strategy).(*int) }))
+			case *bool:
+				out = append(out, boolKnob(pk.Key, pk.Doc, func(c *Config) *bool { return pk.Bind(&c.Strategy).(*bool) }))
+			case *time.Duration:
+				out = append(out, durationKnob(pk.Key, pk.Doc, func(c *Config) *time.Duration { return pk.Bind(&c.Strategy).(*time.Duration) }))
+			default:
+				panic("config: latency policy knob " + pk.Key + " has a kind the knob table does not know")
+			}
+		}
+	}
+	return out
 }
 
 // knob binds one setting to its name, documentation and field.

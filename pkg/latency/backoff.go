@@ -2,6 +2,7 @@ package latency
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqfault/mqfault/internal/configerr"
@@ -36,8 +37,25 @@ func backoffSection(c Config) backoffConfig {
 	return backoffConfig{Multiplier: c.IsolationBackoff, Max: c.MaxIsolation, Decay: c.BackoffDecay}
 }
 
+// backoffState is the backoff's per-broker state, a field of the slot.
+type backoffState struct {
+	// strikes is the backoff's count: the level times the decay, less
+	// the answered sends forgiven since.
+	strikes atomic.Int64
+}
+
 // backoffPolicy registers the backoff (policy.go).
 var backoffPolicy = policyKind{
+	name: "backoff", ablation: "backoff",
+	knobs: []PolicyKnob{
+		policyKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)", true,
+			func(c *Config) *float64 { return &c.IsolationBackoff }),
+		policyKnob("max_isolation", "", "the longest isolation the backoff gives", false,
+			func(c *Config) *time.Duration { return &c.MaxIsolation }),
+		policyKnob("backoff_decay", "", "answered sends that forgive one failure isolation of the backoff", false,
+			func(c *Config) *int { return &c.BackoffDecay }),
+	},
+	on: func(c Config) bool { return c.IsolationBackoff != 0 },
 	validate: func(c Config, l *configerr.List) {
 		b := backoffSection(c)
 		m := b.Multiplier
@@ -94,13 +112,13 @@ func (b *backoff) grow(base time.Duration, level int64) (d time.Duration, capped
 // failure isolation (s was not already isolated by one). Caller must hold
 // s.mu.
 func (b *backoff) failureIsolation(s *slot, base time.Duration, now int64) time.Duration {
-	strikes := s.strikes.Load()
+	strikes := s.backoff.strikes.Load()
 	level := b.level(strikes)
 	if !(s.ended && now < s.until.Load() && s.failed.Load()) {
 		if _, capped := b.grow(base, level); !capped || level == 0 {
 			level++
 		}
-		s.strikes.Store(level * b.decay)
+		s.backoff.strikes.Store(level * b.decay)
 		s.rec.failureStarted() // recovery.go: a trial, if one ran, failed
 	}
 	d, _ := b.grow(base, level)
@@ -114,11 +132,11 @@ func (b *backoff) answered(s *slot) {
 		return
 	}
 	for {
-		n := s.strikes.Load()
+		n := s.backoff.strikes.Load()
 		if n <= 0 {
 			return
 		}
-		if s.strikes.CompareAndSwap(n, n-1) {
+		if s.backoff.strikes.CompareAndSwap(n, n-1) {
 			if n == 1 {
 				s.rec.forgiven() // recovery.go: a hold is over
 			}
@@ -141,5 +159,5 @@ func (s *Strategy) backoffLevel(broker string) int {
 	if sl == nil || !sl.present.Load() {
 		return 0
 	}
-	return int(b.level(sl.strikes.Load()))
+	return int(b.level(sl.backoff.strikes.Load()))
 }

@@ -65,6 +65,14 @@ const (
 
 // capacityPolicy registers the capacity model (policy.go).
 var capacityPolicy = policyKind{
+	name: "capacity model", ablation: "capacity-model",
+	knobs: []PolicyKnob{
+		policyKnob("capacity_decrease", "0.9", "capacity model: a busy answer or a throttled attempt multiplies the broker's weight (its share of picks) by this, isolating nothing; 0 is off (v5)", true,
+			func(c *Config) *float64 { return &c.CapacityDecrease }),
+		policyKnob("capacity_recovery", "", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 1s", true,
+			func(c *Config) *time.Duration { return &c.CapacityRecovery }),
+	},
+	on: func(c Config) bool { return c.CapacityDecrease > 0 },
 	validate: func(c Config, l *configerr.List) {
 		if d := c.CapacityDecrease; math.IsNaN(d) || d < 0 || d >= 1 {
 			l.Add(invalid("CapacityDecrease", d, "must be in [0, 1) (0 turns the capacity model off)"))

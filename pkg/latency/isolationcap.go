@@ -66,6 +66,12 @@ func capSection(c Config) capConfig { return capConfig{MaxFraction: c.MaxIsolate
 
 // isolationCapPolicy registers the cap (policy.go).
 var isolationCapPolicy = policyKind{
+	name: "isolation cap", ablation: "isolation-cap",
+	knobs: []PolicyKnob{
+		policyKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)", true,
+			func(c *Config) *float64 { return &c.MaxIsolatedFraction }),
+	},
+	on: func(c Config) bool { f := c.MaxIsolatedFraction; return f > 0 && f < 1 },
 	validate: func(c Config, l *configerr.List) {
 		if f := capSection(c).MaxFraction; math.IsNaN(f) || f < 0 || f > 1 {
 			l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))

@@ -1,6 +1,8 @@
 package latency
 
 import (
+	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -8,7 +10,7 @@ import (
 )
 
 // The policies past the reference (DESIGN.md section 4) are the five that
-// policyKinds registers, each in its own file:
+// policyKinds, the registry, lists, each in its own file:
 //
 //   - the isolation cap (isolationcap.go, Config.MaxIsolatedFraction): a
 //     release hook that keeps the least bad isolated brokers of a route in
@@ -40,21 +42,131 @@ import (
 //     slot: what an attempt's outcome does before (or instead of) the mode's
 //     update rules.
 //
-// Adding a policy today touches its file, its knobs in Config (config.go),
-// one line in policyKinds, its per-broker state in table.go's slot, and the
-// lists outside the package that name every knob (pkg/config's knobs.go,
-// pkg/sim's ablation.go).
+// A policy's registry entry (its policyKind) names it and its ablation,
+// lists its knobs (file key, doc, field, whether the off switch zeroes it)
+// and says when its own setting is on; pkg/config's knob table and pkg/sim's
+// ablations are derived from it (Policies), so adding a policy touches its
+// file, its fields in Config (config.go), one line in policyKinds and, when
+// it keeps per-broker state, that state's field in table.go's slot.
 
-// policyKind is one policy: what it checks in a Config, and how it installs
-// its hook in a strategy's policies when the Config turns it on.
+// policyKind is one policy's registry entry: its names, its knobs, when its
+// own setting is on, what it checks in a Config, and how it installs its
+// hook in a strategy's policies when the Config turns it on. pkg/config's
+// knob table and pkg/sim's ablations are derived from it (Policies).
 type policyKind struct {
+	name     string       // in words: "isolation cap" (an ablation's label)
+	ablation string       // the ablation's short name: "isolation-cap"
+	requires []string     // the ablations whose policies this one takes effect with
+	knobs    []PolicyKnob // in knob-table order; those with Off make the off switch
+	on       func(Config) bool
 	validate func(Config, *configerr.List) // adds every problem of the policy's settings
 	install  func(Config, *policies)
 }
 
-// policyKinds lists every policy past the reference, in the order their
-// settings are checked.
-var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, recoveryPolicy, reachableFirstPolicy, capacityPolicy}
+// policyKinds is the registry: every policy past the reference, in the
+// order of the knob table and of the ablations, their settings are checked
+// and their outcome hooks run (the sustained recovery rule's, which only
+// notes a busy answer, before the capacity model's, which makes the update).
+var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, reachableFirstPolicy, recoveryPolicy, capacityPolicy}
+
+// Policy describes one registered policy past the reference, for the
+// packages that derive their tables from the registry (pkg/config's knobs,
+// pkg/sim's ablations). Its methods are safe to call concurrently.
+type Policy struct {
+	// Name is the policy in words ("isolation cap").
+	Name string
+	// Ablation is the short name of the simulator's ablation that switches
+	// it off ("isolation-cap").
+	Ablation string
+	// Requires names the ablations whose policies this one takes effect
+	// with ("detector").
+	Requires []string
+	// Knobs are its settings, in knob-table order.
+	Knobs []PolicyKnob
+
+	on func(Config) bool
+}
+
+// On reports whether the policy's own setting is on in c (what it requires
+// aside).
+func (p Policy) On(c Config) bool { return p.on(c) }
+
+// Off switches the policy off in c: it sets every knob whose Off is true to
+// its zero value, and changes nothing else.
+func (p Policy) Off(c *Config) {
+	for _, k := range p.Knobs {
+		if k.Off {
+			k.zero(c)
+		}
+	}
+}
+
+// OffFields returns the Config fields Off changes ("MaxIsolatedFraction").
+func (p Policy) OffFields() []string {
+	var out []string
+	for _, k := range p.Knobs {
+		if k.Off {
+			out = append(out, k.Field)
+		}
+	}
+	return out
+}
+
+// PolicyKnob is one setting of a policy: the key of a configuration file,
+// its documentation, and the Config field it binds.
+type PolicyKnob struct {
+	// Key is its key in a configuration file ("max_isolated_fraction").
+	Key string
+	// Field is the name of the Config field it binds ("MaxIsolatedFraction").
+	Field string
+	// Doc says what it does, in one line.
+	Doc string
+	// Example is a valid value a parse error shows ("0.5"); empty for
+	// knobs whose kind needs none.
+	Example string
+	// Off is true when the policy's off switch sets it to its zero value.
+	Off bool
+
+	ptr  func(*Config) any
+	zero func(*Config)
+}
+
+// Bind returns a pointer to the knob's field in c: a *float64, *int,
+// *bool or *time.Duration.
+func (k PolicyKnob) Bind(c *Config) any { return k.ptr(c) }
+
+// policyKnob binds a knob to the field ptr returns; off says whether the
+// policy's off switch zeroes it.
+func policyKnob[T float64 | int | bool | time.Duration](key, example, doc string, off bool, ptr func(*Config) *T) PolicyKnob {
+	return PolicyKnob{Key: key, Field: configField(func(c *Config) any { return ptr(c) }), Doc: doc, Example: example, Off: off,
+		ptr:  func(c *Config) any { return ptr(c) },
+		zero: func(c *Config) { var z T; *ptr(c) = z }}
+}
+
+// configField returns the name of the Config field ptr addresses, found by
+// address in a zero Config; it panics (at package init) when ptr addresses
+// none.
+func configField(ptr func(*Config) any) string {
+	var c Config
+	addr := reflect.ValueOf(ptr(&c)).Pointer()
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).Addr().Pointer() == addr && v.Type().Field(i).IsExported() {
+			return v.Type().Field(i).Name
+		}
+	}
+	panic("latency: a policy knob binds no field of Config")
+}
+
+// Policies returns the registry's policies in order. Each call returns new
+// slices; it is safe to call concurrently.
+func Policies() []Policy {
+	out := make([]Policy, len(policyKinds))
+	for i, k := range policyKinds {
+		out[i] = Policy{Name: k.name, Ablation: k.ablation, Requires: slices.Clone(k.requires), Knobs: slices.Clone(k.knobs), on: k.on}
+	}
+	return out
+}
 
 // policies holds the hooks a strategy runs; nil hooks are off.
 type policies struct {
@@ -90,6 +202,12 @@ func validatePolicies(c Config, l *configerr.List) {
 // admits it, each attempt a timeout). Its pick comes from the later stages
 // (reachable, then any), as when every broker is isolated.
 var reachableFirstPolicy = policyKind{
+	name: "probe failures", ablation: "probe-failures", requires: []string{"detector"},
+	knobs: []PolicyKnob{
+		policyKnob("probe_failures", "", "a failed detector probe marks the broker unreachable (v5)", true,
+			func(c *Config) *bool { return &c.ProbeFailures }),
+	},
+	on:       func(c Config) bool { return c.ProbeFailures },
 	validate: func(Config, *configerr.List) {},
 	install: func(c Config, p *policies) {
 		if c.Detector && c.ProbeFailures {

@@ -31,7 +31,7 @@ import (
 // lengthened returns the unlengthened end of s's running failure isolation
 // when the backoff lengthened it. Caller must hold s.mu.
 func (s *slot) lengthened() (base int64, ok bool) {
-	base = s.baseUntil.Load()
+	base = s.rec.baseUntil.Load()
 	return base, base != 0 && s.isolated.Load() && s.until.Load() > base
 }
 
@@ -40,7 +40,7 @@ func (s *slot) lengthened() (base int64, ok bool) {
 func (s *slot) cut(base, now int64) {
 	until := max(base, now)
 	s.until.Store(until)
-	s.baseUntil.Store(0)
+	s.rec.baseUntil.Store(0)
 	s.arm(span(now, until))
 	s.table.ver.Add(1)
 	s.table.bump()
@@ -94,6 +94,10 @@ const (
 
 // recoveryState is one broker's state under the sustained recovery rule.
 type recoveryState struct {
+	// baseUntil is when the running failure isolation would end without
+	// the backoff's lengthening; 0 when it was not lengthened. Written
+	// under the slot's mu.
+	baseUntil atomic.Int64
 	// since is when the current run of answered probes began (table
 	// time); 0 when the last conclusive probe failed, or none answered
 	// yet.
@@ -160,7 +164,7 @@ func (s *slot) probeFailed(now int64) {
 		return
 	}
 	s.rec.phase.Store(recoveryIdle)
-	s.baseUntil.Store(s.until.Load())
+	s.rec.baseUntil.Store(s.until.Load())
 	until := s.rec.trialUntil.Load()
 	s.until.Store(until)
 	s.arm(span(now, until))
@@ -223,6 +227,12 @@ func recoveredAfter(c Config) time.Duration {
 
 // recoveryPolicy registers the sustained recovery rule (policy.go).
 var recoveryPolicy = policyKind{
+	name: "recovered broker comes back", ablation: "recovered-after", requires: []string{"backoff", "detector"},
+	knobs: []PolicyKnob{
+		policyKnob("recovered_after", "", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)", true,
+			func(c *Config) *time.Duration { return &c.RecoveredAfter }),
+	},
+	on: func(c Config) bool { return c.RecoveredAfter > 0 },
 	validate: func(c Config, l *configerr.List) {
 		if r := recoverySection(c); r.After < 0 {
 			l.Add(invalid("RecoveredAfter", r.After, "must not be negative (0 turns the rule off)"))

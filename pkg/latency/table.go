@@ -128,17 +128,12 @@ type slot struct {
 	until      atomic.Int64 // table time; 0 when never isolated
 	checkStamp atomic.Int64 // table time; 0 when never checked
 	// failed is set while the isolation was caused (or extended) by a failed
-	// send, and is written under mu; strikes is the backoff's count (backoff.go).
-	failed  atomic.Bool
-	strikes atomic.Int64
-	// cap is the capacity model's weight (capacity.go).
-	cap brokerCapacity
-	// baseUntil is when the running failure isolation would end without
-	// the backoff's lengthening; 0 when it was not lengthened (recovery.go).
-	// Written under mu.
-	baseUntil atomic.Int64
-	// rec is the sustained recovery rule's state (recovery.go).
-	rec recoveryState
+	// send, and is written under mu.
+	failed atomic.Bool
+	// Each policy's per-broker state, a type of the policy's file.
+	backoff backoffState   // backoff.go
+	cap     brokerCapacity // capacity.go
+	rec     recoveryState  // recovery.go
 
 	table *FaultTable
 	mu    sync.Mutex  // serializes isolation changes with the expiry timer
@@ -414,10 +409,10 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook
 	s.ended = true
 	s.until.Store(until)
 	if failure && d > base {
-		s.baseUntil.Store(addNanos(now, base))
+		s.rec.baseUntil.Store(addNanos(now, base))
 		s.rec.began.Store(now)
 	} else {
-		s.baseUntil.Store(0)
+		s.rec.baseUntil.Store(0)
 	}
 	s.setIsolated(true)
 	s.arm(span(now, until))
@@ -509,14 +504,14 @@ func (s *slot) reset() {
 	s.until.Store(0)
 	s.ended = false
 	s.failed.Store(false)
-	s.baseUntil.Store(0)
+	s.rec.baseUntil.Store(0)
 	s.rec.reset()
 	s.mu.Unlock()
 	s.present.Store(false)
 	s.setReachable(true)
 	s.latency.Store(0)
 	s.checkStamp.Store(0)
-	s.strikes.Store(0)
+	s.backoff.strikes.Store(0)
 	s.cap.state.Store(0)
 	s.cap.answered.Store(0)
 	s.table.ver.Add(1)

@@ -49,31 +49,25 @@ func (a Ablation) Label() string { return PresetName + " − " + a.Policy }
 const PresetName = "mqfault"
 
 // ablations lists every policy past the reference that an ablation can
-// switch off, in report order. Adding a policy is one entry here.
-var ablations = []Ablation{
-	{Name: "isolation-cap", Policy: "isolation cap", Fields: []string{"latency.Config.MaxIsolatedFraction"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool {
-			return l.MaxIsolatedFraction > 0 && l.MaxIsolatedFraction < 1
-		},
-		off: func(l *latency.Config, _ *producer.Config) { l.MaxIsolatedFraction = 0 }},
-	{Name: "backoff", Policy: "backoff", Fields: []string{"latency.Config.IsolationBackoff"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.IsolationBackoff != 0 },
-		off: func(l *latency.Config, _ *producer.Config) { l.IsolationBackoff = 0 }},
+// switch off, in report order: latency's registry of policies
+// (latency.Policies, in its order, each switched off by its own off
+// switch), with the detector's ablations before the first policy that
+// requires the detector, then the fast probes and the producer's policies.
+var ablations = buildAblations()
+
+// detectorAblations switch off the detector's settings of the preset.
+var detectorAblations = []Ablation{
 	{Name: "detector", Policy: "detector", Fields: []string{"latency.Config.Detector"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool { return l.Detector },
 		off: func(l *latency.Config, _ *producer.Config) { l.Detector = false }},
 	{Name: "parallel-probes", Policy: "parallel probes", Fields: []string{"latency.Config.DetectParallel"}, Requires: []string{"detector"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool { return l.DetectParallel > 1 },
 		off: func(l *latency.Config, _ *producer.Config) { l.DetectParallel = 1 }},
-	{Name: "probe-failures", Policy: "probe failures", Fields: []string{"latency.Config.ProbeFailures"}, Requires: []string{"detector"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.ProbeFailures },
-		off: func(l *latency.Config, _ *producer.Config) { l.ProbeFailures = false }},
-	{Name: "recovered-after", Policy: "recovered broker comes back", Fields: []string{"latency.Config.RecoveredAfter"}, Requires: []string{"backoff", "detector"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.RecoveredAfter > 0 },
-		off: func(l *latency.Config, _ *producer.Config) { l.RecoveredAfter = 0 }},
-	{Name: "capacity-model", Policy: "capacity model", Fields: []string{"latency.Config.CapacityDecrease", "latency.Config.CapacityRecovery"}, latency: true,
-		set: func(l latency.Config, _ producer.Config) bool { return l.CapacityDecrease > 0 },
-		off: func(l *latency.Config, _ *producer.Config) { l.CapacityDecrease, l.CapacityRecovery = 0, 0 }},
+}
+
+// laterAblations follow the registry's: the fast probes, then the
+// producer's policies.
+var laterAblations = []Ablation{
 	{Name: "fast-probes", Policy: "fast probes", Fields: []string{"latency.Config.DetectInterval", "latency.Config.DetectPeriod"}, Requires: []string{"detector"}, latency: true,
 		set: func(l latency.Config, _ producer.Config) bool {
 			r := latency.Reference5()
@@ -89,6 +83,27 @@ var ablations = []Ablation{
 	{Name: "retry-budget", Policy: "retry budget", Fields: []string{"producer.Config.RetryBudget"},
 		set: func(_ latency.Config, p producer.Config) bool { return p.RetryBudget > 0 },
 		off: func(_ *latency.Config, p *producer.Config) { p.RetryBudget = 0 }},
+}
+
+func buildAblations() []Ablation {
+	var out []Ablation
+	detector := false
+	for _, pol := range latency.Policies() {
+		if !detector && slices.Contains(pol.Requires, "detector") {
+			out, detector = append(out, detectorAblations...), true
+		}
+		var fields []string
+		for _, f := range pol.OffFields() {
+			fields = append(fields, "latency.Config."+f)
+		}
+		out = append(out, Ablation{Name: pol.Ablation, Policy: pol.Name, Fields: fields, Requires: pol.Requires, latency: true,
+			set: func(l latency.Config, _ producer.Config) bool { return pol.On(l) },
+			off: func(l *latency.Config, _ *producer.Config) { pol.Off(l) }})
+	}
+	if !detector {
+		out = append(out, detectorAblations...)
+	}
+	return append(out, laterAblations...)
 }
 
 // Ablations returns every ablation the simulator knows, in report order,
