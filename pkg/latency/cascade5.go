@@ -26,7 +26,7 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		return c5.allIsolated(info, b, c)
 	}
 	p := c.next()
-	if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && (!s.policies.reachFirst || e.s.reachable.Load()) {
+	if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && c5.reachOK(e) {
 		if s.policies.capacity != nil && e.s.cap.below() {
 			p = c5.share(b, v, p, -1, c.v, false)
 		}
