@@ -10,8 +10,8 @@ import (
 // Drive is one send through the fault-tolerant path over a Strategy: the
 // "pick, attempt, report, decide" that the producer's SendSync, SendAsync
 // and SendOneway, the simulator and the trace runner all drive, so they
-// decide alike. It is a Loop (the budget, retry and result decisions) joined
-// to the strategy's picks: Start picks the attempt's queue, Dispatched and
+// decide alike. It steps a Loop (the budget, retry and result decisions, by
+// the rules in the Loop documentation) joined to the strategy's picks: Start picks the attempt's queue, Dispatched and
 // Finish report what the attempt met through that pick (latency.Pick.Done),
 // where the strategy's mode applies its update rules, detector switch and
 // policies. Like a Loop it reads no clock and starts no goroutine; drivers
@@ -32,8 +32,11 @@ import (
 //	res, err := d.Loop().Result()
 //
 // A driver may check its own reasons to stop (a closed producer, a done ctx)
-// between Next and Start, and end the send with Abort. Every method
-// tolerates misuse as Loop's do. A Drive is a value owned by one driver: it
+// between Next and Start, and end the send with Abort. Next and Start may
+// be given the same now (a pick takes no time in virtual time; the
+// reference reads its clock after the pick, which Start models). Every
+// method tolerates misuse (a call out of order does nothing and reports
+// false or a zero value); none panics. A Drive is a value owned by one driver: it
 // is not safe for concurrent use, and allocates nothing.
 type Drive struct {
 	loop  Loop
@@ -55,8 +58,10 @@ type Step struct {
 	Retry bool
 }
 
-// NewDrive starts one send of kind to info's topic, begun at start (see
-// NewLoop), picking with strat over info. A nil policy is Reference5's.
+// NewDrive starts one send of kind to info's topic, begun at start (the
+// reference's beginTimestampFirst: before the route lookup, which counts
+// against the budget), picking with strat over info. A nil policy is
+// Reference5's for v5.
 func NewDrive(strat Strategy, info *route.PublishInfo, p *Policy, kind Kind, start time.Time) (d Drive) {
 	d.Reset(strat, info, p, kind, start)
 	return d
@@ -75,27 +80,33 @@ func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind K
 }
 
 // Next says whether another attempt may start at now; false means the send
-// is over (Loop().Result has its end).
+// is over (Loop().Result has its end). From the second attempt on it tells
+// the strategy's pick which broker to avoid and (v5, sync) to reset the
+// index. Calling Next again before Start returns the same answer.
 func (d *Drive) Next(now time.Time) bool {
-	pi, ok := d.loop.Next(now)
+	pi, ok := d.loop.next(now)
 	d.pi = pi
 	return ok
 }
 
-// Start picks the attempt's queue with the strategy and starts the attempt
-// at now (Loop.Start). ok=false means the send is over: the budget ran out,
-// or the strategy found no queue (the send then fails with a *RouteError).
+// Start picks the attempt's queue with the strategy, records its broker (as
+// the reference's brokersSent does, before the budget check) and starts the
+// attempt at now, with the returned plan. ok=false means the send is over:
+// the budget ran out (more than Timeout since the send began: StopCallTimeout,
+// or StopAnswered with an earlier answer; async retries are checked by Next
+// instead), or the strategy found no queue (the send then fails with a
+// *RouteError).
 func (d *Drive) Start(now time.Time) (Plan, bool) {
 	if d.loop.phase != phaseStart {
 		return Plan{}, false
 	}
 	if d.strat == nil || d.info == nil {
-		d.loop.Abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
+		d.loop.abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
 		return Plan{}, false
 	}
 	pick, ok := d.strat.Select(d.info, d.pi)
 	if !ok || pick.Queue == nil {
-		d.loop.Abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
+		d.loop.abort(&RouteError{Topic: d.loop.topic, Err: errNoWritableQueue})
 		return Plan{}, false
 	}
 	d.pick, d.open = pick, true
@@ -115,11 +126,14 @@ func (d *Drive) release() {
 }
 
 // Dispatched reports that an async attempt's request was handed over,
-// elapsed after the attempt started, and makes the reference's dispatch
-// update through the pick for a first attempt (ok=true). See
-// Loop.Dispatched.
+// elapsed after the attempt started, and for the first attempt makes the
+// reference's dispatch update through the pick (latency.ClassAnswered on
+// PathSend, with that latency), ok=true; otherwise (a retry, a sync or
+// oneway send, a second call) it does nothing. A driver over a blocking
+// Transport calls it when it hands the attempt over, before the outcome is
+// known.
 func (d *Drive) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
-	o, ok := d.loop.Dispatched(elapsed)
+	o, ok := d.loop.dispatched(elapsed)
 	if !ok {
 		return FaultUpdate{}, false
 	}
@@ -128,7 +142,7 @@ func (d *Drive) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start),
 // reports it through the attempt's pick and says whether another attempt may
-// follow (Loop.Finish). A busy answer whose remark says the broker is full
+// follow, by the rules in the Loop documentation. A busy answer whose remark says the broker is full
 // (latency.FullRemark) is not retried when the strategy has a RoomElsewhere
 // method (latency.Strategy) that reports no other broker with room: the
 // send ends as if its attempts had run out. Out of order it does
@@ -137,7 +151,7 @@ func (d *Drive) Finish(o Outcome) Step {
 	if d.loop.phase != phaseAttempt {
 		return Step{}
 	}
-	dec := d.loop.finish(&o)
+	dec := d.loop.decide(&o)
 	d.open = false // the attempt's end, reported by Done
 	st := Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
 	if st.Retry && o.Class == latency.ClassBusy && d.pick.Queue != nil && latency.FullRemark(o.Remark) {
@@ -158,11 +172,14 @@ type roomer interface {
 	RoomElsewhere(broker string) bool
 }
 
-// Abort ends the send now with err (Loop.Abort). An attempt started and not
-// finished is abandoned: its pick is released (latency.Pick.Release).
+// Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
+// unless it is already over. A sync send with an earlier answer returns that
+// answer instead, as the reference does whenever its loop ends early. An
+// attempt started and not finished is abandoned: its pick is released
+// (latency.Pick.Release).
 func (d *Drive) Abort(err error) {
 	d.release()
-	d.loop.Abort(err)
+	d.loop.abort(err)
 }
 
 // Abandon is Reset's release without a new send: a driver that drops a
@@ -173,6 +190,6 @@ func (d *Drive) Abandon() { d.release() }
 // Pick returns the current (or last) attempt's pick.
 func (d *Drive) Pick() latency.Pick { return d.pick }
 
-// Loop returns the send's decision state: Done, Stop, Attempts, Elapsed,
-// BrokersSent and Result. Drive the send through the Drive, not the Loop.
+// Loop returns the send's decision state, to read how the send went: Done,
+// Stop, Attempts, Elapsed, BrokersSent, RetryRefused and Result.
 func (d *Drive) Loop() *Loop { return &d.loop }

@@ -91,7 +91,7 @@ func (e *RouteError) Is(target error) bool { return target == ErrNoRoute }
 // MQClientException from sendKernelImpl). The broker was not at fault.
 //
 // Sync and oneway sends (v5): fault update (isolation false, reachable true),
-// then the next attempt. v4: isolation true. Async: see Loop.Finish.
+// then the next attempt. v4: isolation true. Async: see Loop.
 type ClientError struct {
 	Broker string
 	Err    error
@@ -155,7 +155,7 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Sync sends (v5): fault update (isolation true, reachable false); the next
 // attempt only if Code is a retry code (Config.RetryCodes), else the send
 // ends with the last answered result if there is one, or this error. v4:
-// isolation true. Async: no retry (see Loop.Finish). A Transport that does
+// isolation true. Async: no retry (see Loop). A Transport that does
 // not know the broker's name may leave Broker empty: the error then reads
 // "the broker", and the producer's logs and SendError name the attempt's
 // broker.
@@ -282,7 +282,7 @@ func enumName(names []string, v int, kind string) string {
 }
 
 // Outcome is what one attempt met, classified, with how long it took: the
-// input of Loop.Finish. Drivers build it with Classify (from what
+// input of Drive.Finish. Drivers build it with Classify (from what
 // Transport.Send returned) or directly (the simulator).
 type Outcome struct {
 	// Class is what the attempt met, in latency's vocabulary: the class the

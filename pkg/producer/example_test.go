@@ -57,38 +57,67 @@ type zeroRandom struct{}
 func (zeroRandom) Int32() int32       { return 0 }
 func (zeroRandom) Int32n(int32) int32 { return 0 }
 
-// ExampleLoop drives the send loop's step function by hand, as a simulator
-// does in virtual time: the first attempt times out after 500 ms, the second
-// is answered.
-func ExampleLoop() {
+// scripted is a Strategy of one's own: it picks the brokers it is given, in
+// turn, keeps what each pick was asked, and makes the fault update mode's
+// rules call for (latency.UpdateFor, with the detector switch at detector)
+// of what each attempt met, as *latency.Strategy does with its table.
+type scripted struct {
+	mode     latency.Mode
+	detector bool
+	brokers  []string
+	asked    []latency.PickInfo
+}
+
+func (s *scripted) Select(info *route.PublishInfo, in latency.PickInfo) (latency.Pick, bool) {
+	if len(s.brokers) == 0 {
+		return latency.Pick{}, false
+	}
+	b := s.brokers[len(s.asked)%len(s.brokers)]
+	s.asked = append(s.asked, in)
+	return latency.Pick{Queue: &route.MessageQueue{Topic: info.Topic(), BrokerName: b}, Reporter: s}, true
+}
+
+func (s *scripted) Report(p latency.Pick, o latency.Outcome) latency.FaultUpdate {
+	return latency.UpdateFor(s.mode, p.Queue.BrokerName, o, s.detector)
+}
+
+func (s *scripted) Mode() latency.Mode              { return s.mode }
+func (s *scripted) RouteChanged(*route.PublishInfo) {}
+func (s *scripted) RouteRemoved(string)             {}
+
+// ExampleDrive_scripted drives a send with a Strategy of one's own, in
+// virtual time: the first attempt times out after 500 ms, the retry (asked to
+// avoid the first broker and, v5, to reset the index) is answered. The
+// Drive's Loop says how the send went.
+func ExampleDrive_scripted() {
 	policy, err := producer.NewPolicy(producer.Reference5(), latency.ModeV5)
 	if err != nil {
 		panic(err)
 	}
+	info, err := route.NewPublishInfo("orders", &route.TopicRouteData{OrderTopicConf: route.Str("a:1;b:1")})
+	if err != nil {
+		panic(err)
+	}
+	strat := &scripted{mode: latency.ModeV5, brokers: []string{"a", "b"}}
 	start := time.Unix(0, 0)
-	l := producer.NewLoop(policy, producer.KindSync, "orders", start)
+	d := producer.NewDrive(strat, info, policy, producer.KindSync, start)
 	now := start
 	outcomes := []producer.Outcome{
 		{Class: latency.ClassTransportTimeout, Err: context.DeadlineExceeded, Elapsed: 500 * time.Millisecond},
 		{Class: latency.ClassAnswered, Elapsed: 30 * time.Millisecond},
 	}
-	brokers := []string{"a", "b"} // what the strategy would pick
-	for i := 0; ; i++ {
-		pi, ok := l.Next(now)
+	for i := 0; d.Next(now); i++ {
+		plan, ok := d.Start(now)
 		if !ok {
 			break
 		}
-		plan, ok := l.Start(route.MessageQueue{Topic: "orders", BrokerName: brokers[i]}, now)
-		if !ok {
-			break
-		}
-		d := l.Finish(outcomes[i])
-		// A strategy's pick.Done(d.Report) makes this update.
-		u := latency.UpdateFor(latency.ModeV5, plan.Queue.BrokerName, d.Report, false)
+		step := d.Finish(outcomes[i])
+		pi := strat.asked[plan.Attempt]
 		fmt.Printf("attempt %d on %s (last %q, reset %v, timeout %v): update %+v, retry %v\n",
-			plan.Attempt, plan.Queue.BrokerName, pi.LastBroker, pi.ResetIndex, plan.Timeout, u, d.Retry)
+			plan.Attempt, plan.Queue.BrokerName, pi.LastBroker, pi.ResetIndex, plan.Timeout, step.Update, step.Retry)
 		now = plan.Start.Add(outcomes[i].Elapsed)
 	}
+	l := d.Loop()
 	res, err := l.Result()
 	fmt.Println(l.Stop(), res.Status, err, l.Elapsed())
 	// Output:

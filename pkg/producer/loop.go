@@ -34,7 +34,7 @@ const (
 	// StopCancelled: the attempt was cancelled. The reference throws the
 	// InterruptedException, even when an earlier attempt was answered.
 	StopCancelled
-	// StopAborted: the driver ended the send (Loop.Abort): the producer
+	// StopAborted: the driver ended the send (Drive.Abort): the producer
 	// closed, the ctx was done before an attempt, the route had no queue.
 	StopAborted
 )
@@ -61,20 +61,20 @@ func Stops() []Stop {
 // latency.Strategy.Update. An empty Broker means there is nothing to update.
 type FaultUpdate = latency.FaultUpdate
 
-// Decision is what Loop.Finish decides after an attempt.
-type Decision struct {
+// decision is what Loop.decide decides after an attempt.
+type decision struct {
 	// Report is the outcome to report through the attempt's pick
 	// (latency.Pick.Done): the attempt's Outcome as latency's update rules
 	// read it (latency.UpdateFor), on the reference code path it was met
 	// on. Its Latency is the attempt's elapsed time.
 	Report latency.Outcome
-	// Retry is true when the outcome allows another attempt; Next then
+	// Retry is true when the outcome allows another attempt; next then
 	// decides with the attempts and (async) the budget left. False means the
 	// send is over: Result has its end.
 	Retry bool
 }
 
-// Plan is an attempt about to be made, as Loop.Start returns it.
+// Plan is an attempt about to be made, as Drive.Start returns it.
 type Plan struct {
 	// Attempt counts the send's attempts from 0.
 	Attempt int
@@ -94,56 +94,28 @@ type Plan struct {
 type loopPhase uint8
 
 const (
-	phaseNext    loopPhase = iota // waiting for Next
-	phaseStart                    // Next said pick; waiting for Start
-	phaseAttempt                  // an attempt is running; waiting for Dispatched/Finish
+	phaseNext    loopPhase = iota // waiting for next
+	phaseStart                    // next said pick; waiting for begin
+	phaseAttempt                  // an attempt is running; waiting for dispatched/decide
 	phaseDone
 )
 
 // Loop is the decision state of one send through the fault-tolerant path:
 // RocketMQ's sendDefaultImpl loop (sync, oneway, and the first async
 // dispatch) and MQClientAPIImpl's async retries, as a pure step function. It
-// reads no clock and starts no goroutine: drivers pass the time in, pick with
-// the strategy, run the attempt however they like (a blocking Transport
-// call, a goroutine, a simulated event), and feed the outcome back. It keeps
-// the budget, retry and result decisions only: what an outcome does to the
-// fault table is the strategy's (latency.UpdateFor, applied when the outcome
-// is reported through the attempt's pick), so Finish says which outcome to
-// report, on which of the reference's code paths. Drive joins a Loop to a
+// reads no clock and starts no goroutine. It keeps the budget, retry and
+// result decisions only: what an outcome does to the fault table is the
+// strategy's (latency.UpdateFor, applied when the outcome is reported
+// through the attempt's pick). A Drive steps its Loop and joins it to a
 // Strategy's picks; the producer's SendSync, SendAsync and SendOneway, the
-// trace runner's send and the discrete-event simulator all drive a Drive, so
-// they decide alike.
+// trace runner's send and the discrete-event simulator all drive a Drive,
+// so they decide alike. A driver reads the Loop (Drive.Loop) for how the
+// send went: Done, Stop, Attempts, Elapsed, BrokersSent, RetryRefused and
+// Result.
 //
-// # Driving a Loop
-//
-//	l := producer.NewLoop(policy, producer.KindSync, topic, now)
-//	for {
-//		pi, ok := l.Next(now)                   // 1. may another attempt start?
-//		if !ok {
-//			break
-//		}
-//		pick, ok := strategy.Select(info, pi)  // 2. pick as told
-//		if !ok {
-//			l.Abort(producer.ErrNoRoute)
-//			break
-//		}
-//		plan, ok := l.Start(*pick.Queue, now)   // 3. note the broker, check the budget
-//		if !ok {
-//			break                               //    call timeout
-//		}
-//		// (async only) hand the request over, then report the dispatch:
-//		//   if o, ok := l.Dispatched(handOff.Sub(plan.Start)); ok { pick.Done(o) }
-//		o := run(plan)                          // 4. the attempt, ending at plan.Start+o.Elapsed
-//		d := l.Finish(o)
-//		pick.Done(d.Report)                     // 5. the strategy's rules make the fault update
-//		now = plan.Start.Add(o.Elapsed)         // (a real driver reads its clock)
-//	}
-//	res, err := l.Result()
-//
-// Drive is that loop, written once. Next and Start may be given the same now
-// (a pick takes no time in virtual time; the reference reads its clock after
-// the pick, which Start models). Every method tolerates misuse (a call out
-// of order does nothing and reports false or a zero value); none panics.
+// The rules below name the Drive's steps: Next (may another attempt
+// start?), Start (pick, note the broker, check the budget), Dispatched
+// (async: the request was handed over) and Finish (the attempt's outcome).
 //
 // # Sync and oneway (sendDefaultImpl)
 //
@@ -220,12 +192,13 @@ const (
 // sends to the picked queue.
 //
 // A Loop is a value owned by one driver: it is not safe for concurrent use.
+// Its methods only read it.
 type Loop struct {
-	p     *Policy
-	kind  Kind
-	topic string
-	start time.Time
-	seen  time.Time // the latest time the loop was told of
+	p         *Policy
+	kind      Kind
+	topic     string
+	sendStart time.Time
+	seen      time.Time // the latest time the loop was told of
 
 	phase      loopPhase
 	total      int // attempts allowed
@@ -234,7 +207,7 @@ type Loop struct {
 	broker     string
 	queue      route.MessageQueue
 	begun      time.Time // start of the current attempt
-	dispatched bool
+	handedOver bool
 
 	answered bool
 	result   Result
@@ -252,16 +225,10 @@ type Loop struct {
 	more    []string  // picks after the fourth
 }
 
-// NewLoop starts the decision state of one send of kind to topic, begun at
-// start (the reference's beginTimestampFirst: before the route lookup, which
-// counts against the budget). A nil policy is Reference5's for v5.
-func NewLoop(p *Policy, kind Kind, topic string, start time.Time) Loop {
-	var l Loop
-	l.init(p, kind, topic, start)
-	return l
-}
-
-// init makes l a new send's state (NewLoop), in place.
+// init makes l the state of a new send of kind to topic, begun at start
+// (the reference's beginTimestampFirst: before the route lookup, which
+// counts against the budget), in place. A nil policy is Reference5's for
+// v5.
 func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
 	if p == nil {
 		p = defaultPolicy
@@ -270,7 +237,7 @@ func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
 		kind = KindSync
 	}
 	*l = Loop{}
-	l.p, l.kind, l.topic, l.start, l.seen, l.total = p, kind, topic, start, start, p.MaxAttempts(kind)
+	l.p, l.kind, l.topic, l.sendStart, l.seen, l.total = p, kind, topic, start, start, p.MaxAttempts(kind)
 }
 
 var defaultPolicy, _ = NewPolicy(Reference5(), latency.ModeV5)
@@ -281,10 +248,10 @@ func (l *Loop) see(t time.Time) {
 	}
 }
 
-// Next says whether another attempt may start at now, and how to pick its
+// next says whether another attempt may start at now, and how to pick its
 // queue: ok=false means the send is over and Result has its end. Calling
-// Next again before Start returns the same answer.
-func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
+// next again before begin returns the same answer.
+func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 	if l.phase != phaseNext && l.phase != phaseStart {
 		return latency.PickInfo{}, false
 	}
@@ -307,7 +274,7 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 	if l.attempts > 0 {
 		pi.LastBroker = l.broker
 		if l.kind == KindAsync {
-			if l.p.rules.asyncRetryBudget && l.p.timeout-now.Sub(l.start) <= 0 {
+			if l.p.rules.asyncRetryBudget && l.p.timeout-now.Sub(l.sendStart) <= 0 {
 				l.end()
 				return latency.PickInfo{}, false
 			}
@@ -319,27 +286,19 @@ func (l *Loop) Next(now time.Time) (latency.PickInfo, bool) {
 	return pi, true
 }
 
-// Start records the picked queue's broker (as the reference's brokersSent
-// does, before the budget check) and checks the budget at now: ok=false
-// means it ran out (more than Timeout since the send began) and the send is
-// over: StopCallTimeout, or StopAnswered with an earlier answer. Async
-// retries are not checked here (Next did). Otherwise the attempt is on, with
-// the returned plan.
-func (l *Loop) Start(q route.MessageQueue, now time.Time) (Plan, bool) {
-	var plan Plan
-	ok := l.begin(&q, now, &plan)
-	return plan, ok
-}
-
-// begin is Start writing the plan into *plan (left zero when the attempt is
-// off), without copying the queue and the plan through another frame.
+// begin records the picked queue's broker (as the reference's brokersSent
+// does, before the budget check) and checks the budget at now: false means
+// it ran out (more than Timeout since the send began) and the send is over:
+// StopCallTimeout, or StopAnswered with an earlier answer. Async retries are
+// not checked here (next did). Otherwise the attempt is on, with the plan
+// written into *plan (left zero when the attempt is off).
 func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	if l.phase != phaseStart {
 		return false
 	}
 	l.see(now)
 	l.record(q.BrokerName)
-	cost := now.Sub(l.start)
+	cost := now.Sub(l.sendStart)
 	retry := l.kind == KindAsync && l.attempts > 0
 	if !retry && l.p.timeout < cost {
 		if l.answered {
@@ -356,7 +315,7 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	*plan = Plan{Attempt: l.attempts, Queue: *q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
 	l.attempts++
 	l.phase = phaseAttempt
-	l.broker, l.queue, l.begun, l.dispatched = q.BrokerName, *q, now, false
+	l.broker, l.queue, l.begun, l.handedOver = q.BrokerName, *q, now, false
 	return true
 }
 
@@ -369,18 +328,18 @@ func (l *Loop) record(broker string) {
 	l.picks++
 }
 
-// Dispatched reports that an async attempt's request was handed over, elapsed
+// dispatched reports that an async attempt's request was handed over, elapsed
 // after the attempt started. For the first attempt it returns the outcome
 // to report through the pick for the reference's dispatch update
 // (latency.ClassAnswered on PathSend, with that latency), ok=true; otherwise (a
 // retry, a sync or oneway send, a second call) nothing. A driver over a
 // blocking Transport calls it when it hands the attempt over, before the
 // outcome is known.
-func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
-	if l.phase != phaseAttempt || l.kind != KindAsync || l.dispatched {
+func (l *Loop) dispatched(elapsed time.Duration) (latency.Outcome, bool) {
+	if l.phase != phaseAttempt || l.kind != KindAsync || l.handedOver {
 		return latency.Outcome{}, false
 	}
-	l.dispatched = true
+	l.handedOver = true
 	l.see(l.begun.Add(elapsed))
 	if l.attempts != 1 {
 		return latency.Outcome{}, false
@@ -388,15 +347,12 @@ func (l *Loop) Dispatched(elapsed time.Duration) (latency.Outcome, bool) {
 	return latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend, Latency: elapsed, Pending: true}, true
 }
 
-// Finish takes the current attempt's outcome (o.Elapsed after its start) and
-// returns what to report through the attempt's pick and whether another
+// decide takes the current attempt's outcome (o.Elapsed after its start)
+// and returns what to report through the attempt's pick and whether another
 // attempt may follow, by the rules in the Loop documentation.
-func (l *Loop) Finish(o Outcome) Decision { return l.finish(&o) }
-
-// finish is Finish without copying the outcome again.
-func (l *Loop) finish(o *Outcome) Decision {
+func (l *Loop) decide(o *Outcome) decision {
 	if l.phase != phaseAttempt {
-		return Decision{}
+		return decision{}
 	}
 	l.phase = phaseNext
 	l.see(l.begun.Add(o.Elapsed))
@@ -422,8 +378,8 @@ func (l *Loop) answer(res *Result) {
 }
 
 // finishDefault is sendDefaultImpl's handling of one attempt.
-func (l *Loop) finishDefault(o *Outcome) Decision {
-	d := Decision{Report: o.report(latency.PathSend)}
+func (l *Loop) finishDefault(o *Outcome) decision {
+	d := decision{Report: o.report(latency.PathSend)}
 	r := l.p.rules.classes.class(o.Class)
 	switch r.sync {
 	case latency.NextAnswer:
@@ -453,10 +409,10 @@ func (l *Loop) finishDefault(o *Outcome) Decision {
 
 // finishAsync is MQClientAPIImpl's handling of an async attempt, and
 // sendDefaultImpl's for a first attempt that failed before dispatch.
-func (l *Loop) finishAsync(o *Outcome) Decision {
+func (l *Loop) finishAsync(o *Outcome) decision {
 	first := l.attempts == 1
 	r := l.p.rules.classes.class(o.Class)
-	if r.async == latency.NextUnsent || (!l.dispatched && r.failed()) {
+	if r.async == latency.NextUnsent || (!l.handedOver && r.failed()) {
 		if first {
 			d := l.finishDefault(o)
 			if d.Retry {
@@ -465,9 +421,9 @@ func (l *Loop) finishAsync(o *Outcome) Decision {
 			}
 			return d
 		}
-		return Decision{Report: o.report(latency.PathAsyncResend), Retry: true}
+		return decision{Report: o.report(latency.PathAsyncResend), Retry: true}
 	}
-	d := Decision{Report: o.report(latency.PathAsyncAnswer)}
+	d := decision{Report: o.report(latency.PathAsyncAnswer)}
 	switch r.async {
 	case latency.NextAnswer:
 		l.answer(&o.Result)
@@ -480,10 +436,10 @@ func (l *Loop) finishAsync(o *Outcome) Decision {
 	return d
 }
 
-// Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
+// abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),
 // unless it is already over. A sync send with an earlier answer returns that
 // answer instead, as the reference does whenever its loop ends early.
-func (l *Loop) Abort(err error) {
+func (l *Loop) abort(err error) {
 	if l.phase == phaseDone {
 		return
 	}
@@ -535,7 +491,7 @@ func (l *Loop) fail(stop Stop, cause error) {
 		Kind:     l.kind,
 		Attempts: l.attempts,
 		Brokers:  l.brokerList(l.attempts),
-		Elapsed:  l.seen.Sub(l.start),
+		Elapsed:  l.seen.Sub(l.sendStart),
 		Stop:     stop,
 		Err:      cause,
 	}
@@ -571,8 +527,8 @@ func (l *Loop) Kind() Kind { return l.kind }
 func (l *Loop) Attempts() int { return l.attempts }
 
 // Elapsed returns the time from the send's start to the latest time the loop
-// was told of (by Next, Start, Dispatched or an outcome's end).
-func (l *Loop) Elapsed() time.Duration { return l.seen.Sub(l.start) }
+// was told of (by the Drive's Next, Start, Dispatched or an outcome's end).
+func (l *Loop) Elapsed() time.Duration { return l.seen.Sub(l.sendStart) }
 
 // BrokersSent returns the broker of every pick in order, as the reference's
 // brokersSent: each attempt's, plus the one picked for an attempt the budget

@@ -25,6 +25,22 @@ func mustPolicy(t testing.TB, cfg Config, mode latency.Mode) *Policy {
 
 func queue(b string) route.MessageQueue { return route.MessageQueue{Topic: "T", BrokerName: b} }
 
+// newLoop, start and finish step a Loop by hand, as a Drive does with a
+// pick of its own (the tests here script the picked broker).
+func newLoop(p *Policy, kind Kind, topic string, begin time.Time) Loop {
+	var l Loop
+	l.init(p, kind, topic, begin)
+	return l
+}
+
+func (l *Loop) start(q route.MessageQueue, now time.Time) (Plan, bool) {
+	var plan Plan
+	ok := l.begin(&q, now, &plan)
+	return plan, ok
+}
+
+func (l *Loop) finish(o Outcome) decision { return l.decide(&o) }
+
 // loopStep is one attempt of a scripted loop: the broker picked, what the
 // attempt meets, and what the loop must decide.
 type loopStep struct {
@@ -43,14 +59,14 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 	t.Helper()
 	now := t0
 	for i, s := range steps {
-		pi, ok := l.Next(now)
+		pi, ok := l.next(now)
 		if !ok {
 			t.Fatalf("step %d: Next() = false, want an attempt", i)
 		}
 		if pi != s.wantPick {
 			t.Errorf("step %d: Next() = %+v, want %+v", i, pi, s.wantPick)
 		}
-		plan, ok := l.Start(queue(s.broker), now)
+		plan, ok := l.start(queue(s.broker), now)
 		if !ok {
 			t.Fatalf("step %d: Start() = false, want an attempt", i)
 		}
@@ -58,9 +74,9 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 			t.Errorf("step %d: plan.Attempt = %d", i, plan.Attempt)
 		}
 		if s.dispatch {
-			l.Dispatched(0)
+			l.dispatched(0)
 		}
-		d := l.Finish(s.out)
+		d := l.finish(s.out)
 		want := s.wantUpdate
 		want.Broker, want.Latency = s.broker, s.out.Elapsed
 		// The update the strategy's rules make of what the loop reports.
@@ -219,9 +235,9 @@ func TestLoopSync(t *testing.T) {
 			if mode == "" {
 				mode = latency.ModeV5
 			}
-			l := NewLoop(mustPolicy(t, cfg, mode), KindSync, "T", t0)
+			l := newLoop(mustPolicy(t, cfg, mode), KindSync, "T", t0)
 			end := drive(t, &l, tt.steps, tt.detector)
-			if _, ok := l.Next(end); ok {
+			if _, ok := l.next(end); ok {
 				t.Fatalf("Next() = true after the scripted steps, want the send over")
 			}
 			if l.Stop() != tt.wantStop {
@@ -270,19 +286,19 @@ func TestLoopBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Reference5()
 			cfg.RetryAnotherBrokerWhenNotStoreOK = true
-			l := NewLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
-			l.Next(t0)
-			l.Start(queue("A"), t0)
+			l := newLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
+			l.next(t0)
+			l.start(queue("A"), t0)
 			o := failed(errTransport, tt.firstLatency)
 			if tt.answerFirst {
 				o = answered(FlushDiskTimeout, tt.firstLatency)
 			}
-			l.Finish(o)
+			l.finish(o)
 			now := t0.Add(ms(tt.firstLatency))
-			if _, ok := l.Next(now); !ok {
+			if _, ok := l.next(now); !ok {
 				t.Fatal("Next() = false, want a pick")
 			}
-			plan, ok := l.Start(queue("B"), now)
+			plan, ok := l.start(queue("B"), now)
 			if ok != tt.wantStart {
 				t.Fatalf("Start() = %v, want %v", ok, tt.wantStart)
 			}
@@ -327,18 +343,18 @@ func TestLoopPerRequestCap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Reference5()
 			cfg.MaxTimeoutPerRequest = tt.cap
-			l := NewLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
+			l := newLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
 			now := t0
 			for i, want := range tt.want {
-				l.Next(now)
-				plan, ok := l.Start(queue("A"), now)
+				l.next(now)
+				plan, ok := l.start(queue("A"), now)
 				if !ok {
 					t.Fatalf("attempt %d: Start() = false", i)
 				}
 				if plan.Timeout != want || !plan.Deadline.Equal(now.Add(want)) {
 					t.Errorf("attempt %d: Timeout = %v, Deadline = %v, want %v", i, plan.Timeout, plan.Deadline, want)
 				}
-				l.Finish(failed(errTransport, 700))
+				l.finish(failed(errTransport, 700))
 				now = now.Add(ms(700))
 			}
 		})
@@ -425,9 +441,9 @@ func TestLoopAsync(t *testing.T) {
 			if mode == "" {
 				mode = latency.ModeV5
 			}
-			l := NewLoop(mustPolicy(t, Reference5(), mode), KindAsync, "T", t0)
+			l := newLoop(mustPolicy(t, Reference5(), mode), KindAsync, "T", t0)
 			end := drive(t, &l, tt.steps, false)
-			if _, ok := l.Next(end); ok {
+			if _, ok := l.next(end); ok {
 				t.Fatal("Next() = true, want the send over")
 			}
 			if l.Stop() != tt.wantStop {
@@ -443,26 +459,26 @@ func TestLoopAsync(t *testing.T) {
 // TestLoopAsyncDispatchUpdate checks that only the first async attempt has a
 // dispatch update, once.
 func TestLoopAsyncDispatchUpdate(t *testing.T) {
-	l := NewLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindAsync, "T", t0)
-	l.Next(t0)
-	l.Start(queue("A"), t0)
-	o, ok := l.Dispatched(ms(3))
+	l := newLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindAsync, "T", t0)
+	l.next(t0)
+	l.start(queue("A"), t0)
+	o, ok := l.dispatched(ms(3))
 	if want := (FaultUpdate{Broker: "A", Latency: ms(3), Reachable: true}); !ok || latency.UpdateFor(latency.ModeV5, "A", o, true) != want {
 		t.Errorf("Dispatched() = %+v, %v, want the update %+v, true", o, ok, want)
 	}
-	if _, ok := l.Dispatched(ms(3)); ok {
+	if _, ok := l.dispatched(ms(3)); ok {
 		t.Error("second Dispatched() = true, want false")
 	}
-	l.Finish(failed(errTransport, 10))
-	l.Next(t0.Add(ms(10)))
-	l.Start(queue("B"), t0.Add(ms(10)))
-	if u, ok := l.Dispatched(0); ok {
+	l.finish(failed(errTransport, 10))
+	l.next(t0.Add(ms(10)))
+	l.start(queue("B"), t0.Add(ms(10)))
+	if u, ok := l.dispatched(0); ok {
 		t.Errorf("Dispatched() on a retry = %+v, true, want false", u)
 	}
-	sync := NewLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindSync, "T", t0)
-	sync.Next(t0)
-	sync.Start(queue("A"), t0)
-	if _, ok := sync.Dispatched(0); ok {
+	sync := newLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindSync, "T", t0)
+	sync.next(t0)
+	sync.start(queue("A"), t0)
+	if _, ok := sync.dispatched(0); ok {
 		t.Error("Dispatched() on a sync send = true, want false")
 	}
 }
@@ -483,15 +499,15 @@ func TestLoopAsyncBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := NewLoop(mustPolicy(t, Reference5(), tt.mode), KindAsync, "T", t0)
-			l.Next(t0)
-			l.Start(queue("A"), t0)
-			l.Dispatched(0)
-			if d := l.Finish(failed(errTransport, tt.latency)); !d.Retry {
+			l := newLoop(mustPolicy(t, Reference5(), tt.mode), KindAsync, "T", t0)
+			l.next(t0)
+			l.start(queue("A"), t0)
+			l.dispatched(0)
+			if d := l.finish(failed(errTransport, tt.latency)); !d.Retry {
 				t.Fatalf("Finish().Retry = false, want true")
 			}
 			now := t0.Add(ms(tt.latency))
-			_, ok := l.Next(now)
+			_, ok := l.next(now)
 			if ok != tt.wantRetry {
 				t.Fatalf("Next() = %v, want %v", ok, tt.wantRetry)
 			}
@@ -501,7 +517,7 @@ func TestLoopAsyncBudget(t *testing.T) {
 				}
 				return
 			}
-			plan, ok := l.Start(queue("B"), now)
+			plan, ok := l.start(queue("B"), now)
 			if !ok || plan.Timeout != tt.wantLeft {
 				t.Errorf("Start() = %+v, %v, want timeout %v", plan, ok, tt.wantLeft)
 			}
@@ -522,9 +538,9 @@ func TestLoopOneway(t *testing.T) {
 		{"client", failed(errClient, 4), up(false, true), StopFailed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := NewLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindOneway, "T", t0)
+			l := newLoop(mustPolicy(t, Reference5(), latency.ModeV5), KindOneway, "T", t0)
 			drive(t, &l, []loopStep{{broker: "A", out: tt.out, wantPick: first, wantUpdate: tt.want, wantRetry: tt.wantStop != StopAnswered}}, false)
-			if _, ok := l.Next(t0); ok || l.Stop() != tt.wantStop || l.Attempts() != 1 {
+			if _, ok := l.next(t0); ok || l.Stop() != tt.wantStop || l.Attempts() != 1 {
 				t.Errorf("after one attempt: Next() = %v, Stop() = %v, Attempts() = %d, want false, %v, 1", ok, l.Stop(), l.Attempts(), tt.wantStop)
 			}
 		})
@@ -533,31 +549,31 @@ func TestLoopOneway(t *testing.T) {
 
 // TestLoopMisuse checks that calls out of order do nothing and never panic.
 func TestLoopMisuse(t *testing.T) {
-	l := NewLoop(nil, Kind(9), "T", t0)
+	l := newLoop(nil, Kind(9), "T", t0)
 	if l.Kind() != KindSync {
 		t.Errorf("Kind() = %v, want SYNC for an unknown kind", l.Kind())
 	}
-	if _, ok := l.Start(queue("A"), t0); ok {
+	if _, ok := l.start(queue("A"), t0); ok {
 		t.Error("Start() before Next() = true")
 	}
-	if d := l.Finish(answered(SendOK, 1)); d != (Decision{}) {
+	if d := l.finish(answered(SendOK, 1)); d != (decision{}) {
 		t.Errorf("Finish() before Start() = %+v", d)
 	}
 	if _, err := l.Result(); err == nil {
 		t.Error("Result() of a running loop: nil error")
 	}
-	l.Next(t0)
-	if _, ok := l.Next(t0); !ok {
+	l.next(t0)
+	if _, ok := l.next(t0); !ok {
 		t.Error("second Next() before Start() = false, want the same answer")
 	}
-	l.Start(queue("A"), t0)
-	l.Finish(Outcome{Class: latency.ClassBroker, Code: 999}) // no Err: the loop makes one
+	l.start(queue("A"), t0)
+	l.finish(Outcome{Class: latency.ClassBroker, Code: 999}) // no Err: the loop makes one
 	_, err := l.Result()
 	var be *BrokerError
 	if !errors.As(err, &be) || be.Code != 999 {
 		t.Errorf("Result() error = %v, want a BrokerError with code 999", err)
 	}
-	l.Abort(ErrClosed)
+	l.abort(ErrClosed)
 	if l.Stop() != StopBrokerError {
 		t.Errorf("Abort() after the end changed Stop() to %v", l.Stop())
 	}
@@ -567,14 +583,14 @@ func TestLoopMisuse(t *testing.T) {
 func TestLoopAbort(t *testing.T) {
 	cfg := Reference5()
 	cfg.RetryAnotherBrokerWhenNotStoreOK = true
-	l := NewLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
-	l.Abort(ErrClosed)
+	l := newLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
+	l.abort(ErrClosed)
 	if _, err := l.Result(); l.Stop() != StopAborted || !errors.Is(err, ErrClosed) {
 		t.Errorf("Abort(): Stop() = %v, err = %v, want aborted with ErrClosed", l.Stop(), err)
 	}
-	l = NewLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
+	l = newLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
 	drive(t, &l, []loopStep{{broker: "A", out: answered(FlushDiskTimeout, 1), wantPick: first, wantUpdate: up(false, true), wantRetry: true}}, false)
-	l.Abort(ErrClosed)
+	l.abort(ErrClosed)
 	if res, err := l.Result(); err != nil || res.Status != FlushDiskTimeout {
 		t.Errorf("Abort() after an answer: Result() = %v, %v, want the answer", res.Status, err)
 	}
@@ -584,16 +600,16 @@ func TestLoopAbort(t *testing.T) {
 func TestLoopManyBrokers(t *testing.T) {
 	cfg := Reference5()
 	cfg.RetryTimes = 6
-	l := NewLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
+	l := newLoop(mustPolicy(t, cfg, latency.ModeV5), KindSync, "T", t0)
 	var want []string
 	for i := range 7 {
 		b := string(rune('A' + i))
 		want = append(want, b)
-		l.Next(t0)
-		l.Start(queue(b), t0)
-		l.Finish(failed(errTransport, 1))
+		l.next(t0)
+		l.start(queue(b), t0)
+		l.finish(failed(errTransport, 1))
 	}
-	l.Next(t0)
+	l.next(t0)
 	if got := l.BrokersSent(); !slices.Equal(got, want) {
 		t.Errorf("BrokersSent() = %v, want %v", got, want)
 	}

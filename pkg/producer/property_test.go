@@ -139,12 +139,16 @@ func checkEnd(t *testing.T, id int, res producer.Result, err error) {
 	}
 }
 
-// TestLoopTerminates drives Loops of every kind and mode with random
-// outcomes and checks that each ends within its attempts, once, with a
-// result that agrees with its Stop.
+// TestLoopTerminates drives sends (a Drive over a scripted strategy) of
+// every kind and mode with random outcomes and checks that each Loop ends
+// within its attempts, once, with a result that agrees with its Stop.
 func TestLoopTerminates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	classes := latency.Classes()
+	info, err := route.NewPublishInfo("T", &route.TopicRouteData{OrderTopicConf: route.Str("b:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20000 {
 		mode := latency.ModeV5
 		if i%2 == 1 {
@@ -160,17 +164,19 @@ func TestLoopTerminates(t *testing.T) {
 			t.Fatal(err)
 		}
 		kind := producer.Kind(rng.IntN(3))
-		l := producer.NewLoop(policy, kind, "T", t0)
+		strat := &scripted{mode: mode, brokers: []string{"b"}}
+		d := producer.NewDrive(strat, info, policy, kind, t0)
+		l := d.Loop()
 		now := t0
 		steps := 0
 		for {
-			if _, ok := l.Next(now); !ok {
+			if !d.Next(now) {
 				break
 			}
 			if steps > policy.MaxAttempts(kind) {
 				t.Fatalf("loop %d: more than %d attempts", i, policy.MaxAttempts(kind))
 			}
-			plan, ok := l.Start(route.MessageQueue{Topic: "T", BrokerName: "b"}, now)
+			plan, ok := d.Start(now)
 			if !ok {
 				break
 			}
@@ -179,19 +185,20 @@ func TestLoopTerminates(t *testing.T) {
 				t.Fatalf("loop %d: plan %+v", i, plan)
 			}
 			if kind == producer.KindAsync && rng.IntN(2) == 0 {
-				l.Dispatched(0)
+				d.Dispatched(0)
 			}
 			o := producer.Outcome{Class: classes[rng.IntN(len(classes))], Code: []int{1, 2, 999}[rng.IntN(3)],
 				Elapsed: ms(rng.Int64N(2000))}
 			if o.Class == latency.ClassAnswered {
 				o.Result.Status = producer.SendStatus(rng.IntN(4))
 			}
-			d := l.Finish(o)
-			if u := latency.UpdateFor(mode, "b", d.Report, rng.IntN(2) == 0); u.Broker != "b" || u.Latency != o.Elapsed {
+			strat.detector = rng.IntN(2) == 0
+			step := d.Finish(o)
+			if u := step.Update; u.Broker != "b" || u.Latency != o.Elapsed {
 				t.Fatalf("loop %d: update %+v for outcome %+v", i, u, o)
 			}
-			if d.Retry == l.Done() {
-				t.Fatalf("loop %d: Retry = %v but Done() = %v", i, d.Retry, l.Done())
+			if step.Retry == l.Done() {
+				t.Fatalf("loop %d: Retry = %v but Done() = %v", i, step.Retry, l.Done())
 			}
 			now = now.Add(o.Elapsed)
 		}
@@ -202,7 +209,7 @@ func TestLoopTerminates(t *testing.T) {
 		if (err == nil) != (l.Stop() == producer.StopAnswered) || (err != nil && !reflect.DeepEqual(res, producer.Result{})) {
 			t.Fatalf("loop %d: Result() = %+v, %v with Stop() = %v", i, res, err, l.Stop())
 		}
-		if _, ok := l.Next(now); ok {
+		if d.Next(now) {
 			t.Fatalf("loop %d: Next() = true after the end", i)
 		}
 	}

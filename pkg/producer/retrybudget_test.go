@@ -12,15 +12,15 @@ import (
 // sendFailing runs one sync send at now whose every attempt fails with
 // errNotSent, and returns its attempts, Loop.RetryRefused and its error.
 func sendFailing(p *Policy, now time.Time) (attempts int, refused bool, err error) {
-	l := NewLoop(p, KindSync, "T", now)
+	l := newLoop(p, KindSync, "T", now)
 	for {
-		if _, ok := l.Next(now); !ok {
+		if _, ok := l.next(now); !ok {
 			break
 		}
-		if _, ok := l.Start(queue("A"), now); !ok {
+		if _, ok := l.start(queue("A"), now); !ok {
 			break
 		}
-		l.Finish(failed(errNotSent, 1))
+		l.finish(failed(errNotSent, 1))
 	}
 	_, err = l.Result()
 	return l.Attempts(), l.RetryRefused(), err
@@ -28,10 +28,10 @@ func sendFailing(p *Policy, now time.Time) (attempts int, refused bool, err erro
 
 // sendOK runs one sync send at now answered at once.
 func sendOK(p *Policy, now time.Time) {
-	l := NewLoop(p, KindSync, "T", now)
-	l.Next(now)
-	l.Start(queue("A"), now)
-	l.Finish(answered(SendOK, 1))
+	l := newLoop(p, KindSync, "T", now)
+	l.next(now)
+	l.start(queue("A"), now)
+	l.finish(answered(SendOK, 1))
 }
 
 // TestRetryBudget drives sends through one Policy with a budget and checks
@@ -97,13 +97,13 @@ func TestRetryBudgetAnsweredEnd(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.RetryBudget, cfg.RetryBudgetFloor, cfg.RetryAnotherBrokerWhenNotStoreOK = 0.0001, 0, true
 	p := mustPolicy(t, cfg, latency.ModeV5)
-	l := NewLoop(p, KindSync, "T", t0)
-	l.Next(t0)
-	l.Start(queue("A"), t0)
-	if d := l.Finish(answered(FlushDiskTimeout, 1)); !d.Retry {
+	l := newLoop(p, KindSync, "T", t0)
+	l.next(t0)
+	l.start(queue("A"), t0)
+	if d := l.finish(answered(FlushDiskTimeout, 1)); !d.Retry {
 		t.Fatal("Finish() did not allow a retry")
 	}
-	if _, ok := l.Next(t0); ok {
+	if _, ok := l.next(t0); ok {
 		t.Fatal("Next() = true, want the budget to refuse the retry")
 	}
 	res, err := l.Result()
@@ -145,18 +145,18 @@ func BenchmarkRetryBudget(b *testing.B) {
 // sendRetriedOK runs one sync send at now whose first attempt fails and
 // whose retry is answered, and reports whether it was answered.
 func sendRetriedOK(p *Policy, now time.Time) bool {
-	l := NewLoop(p, KindSync, "T", now)
+	l := newLoop(p, KindSync, "T", now)
 	for first := true; ; first = false {
-		if _, ok := l.Next(now); !ok {
+		if _, ok := l.next(now); !ok {
 			break
 		}
-		if _, ok := l.Start(queue("A"), now); !ok {
+		if _, ok := l.start(queue("A"), now); !ok {
 			break
 		}
 		if first {
-			l.Finish(failed(errNotSent, 1))
+			l.finish(failed(errNotSent, 1))
 		} else {
-			l.Finish(answered(SendOK, 1))
+			l.finish(answered(SendOK, 1))
 		}
 	}
 	_, err := l.Result()
@@ -204,14 +204,14 @@ func retryLater(t *testing.T, p *Policy, now time.Time, n int) []Loop {
 	loops := make([]Loop, n)
 	for i := range loops {
 		l := &loops[i]
-		*l = NewLoop(p, KindSync, "T", now)
-		l.Next(now)
-		l.Start(queue("A"), now)
-		l.Finish(failed(errNotSent, 0))
-		if _, ok := l.Next(now); !ok {
+		*l = newLoop(p, KindSync, "T", now)
+		l.next(now)
+		l.start(queue("A"), now)
+		l.finish(failed(errNotSent, 0))
+		if _, ok := l.next(now); !ok {
 			t.Fatalf("send %d of %d: its retry was refused", i, n)
 		}
-		l.Start(queue("B"), now)
+		l.start(queue("B"), now)
 	}
 	return loops
 }
@@ -222,7 +222,7 @@ func answerAll(t *testing.T, loops []Loop, lat time.Duration) {
 	for i := range loops {
 		o := answered(SendOK, 0)
 		o.Elapsed = lat
-		loops[i].Finish(o)
+		loops[i].finish(o)
 		if _, err := loops[i].Result(); err != nil {
 			t.Fatalf("send %d: %v after its retry was answered", i, err)
 		}
