@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/suggest"
+	"github.com/mqfault/mqfault/internal/input/suggest"
 )
 
 // A command is one of mqfault's subcommands. Its flags are defined in one

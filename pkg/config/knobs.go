@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/suggest"
+	"github.com/mqfault/mqfault/internal/input/suggest"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mqfault/mqfault/internal/yamldoc"
+	"github.com/mqfault/mqfault/internal/input/yamldoc"
 )
 
 // MaxFileSize bounds the configuration file Load and Decode accept.

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
 // The backoff for repeat offenders, a policy past the reference (Envoy's and

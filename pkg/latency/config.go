@@ -3,7 +3,7 @@ package latency
 import (
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 	"github.com/mqfault/mqfault/pkg/route"
 )
 

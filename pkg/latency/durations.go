@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
 // DurationTable decides how long a broker is isolated after a send that took

@@ -3,7 +3,7 @@ package latency
 import (
 	"errors"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
 // ErrInvalidConfig is what every configuration error matches with errors.Is.

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
 // The policies past the reference (DESIGN.md section 4) are the five that

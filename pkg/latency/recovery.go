@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
 // This file holds the rules that bring a recovered broker back, a part of

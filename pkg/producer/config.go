@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 

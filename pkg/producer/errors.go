@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 	"github.com/mqfault/mqfault/pkg/latency"
 )
 

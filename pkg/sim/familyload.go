@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mqfault/mqfault/internal/yamldoc"
+	"github.com/mqfault/mqfault/internal/input/yamldoc"
 )
 
 // FamilyError holds every problem of a family, one *FieldError per line

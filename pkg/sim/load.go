@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mqfault/mqfault/internal/yamldoc"
+	"github.com/mqfault/mqfault/internal/input/yamldoc"
 )
 
 // MaxScenarioBytes bounds the size of a scenario file.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqfault/mqfault/internal/yamldoc"
+	"github.com/mqfault/mqfault/internal/input/yamldoc"
 )
 
 // ErrInvalidScenario is what every scenario error matches with errors.Is.

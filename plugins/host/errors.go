@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mqfault/mqfault/internal/configerr"
+	"github.com/mqfault/mqfault/internal/input/configerr"
 	"github.com/mqfault/mqfault/plugins/protocol"
 )
 

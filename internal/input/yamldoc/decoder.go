@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mqfault/mqfault/internal/suggest"
+	"github.com/mqfault/mqfault/internal/input/suggest"
 )
 
 // DefaultMax is how many problems a Decoder keeps when Max is 0.
