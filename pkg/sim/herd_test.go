@@ -2,6 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -47,11 +50,11 @@ func herdScenario(c herdCase, producers int, duration time.Duration) *Scenario {
 	lat := Latency{Median: 3 * time.Millisecond, P99: 20 * time.Millisecond}
 	const brokers, perProducer = 8, 25.0
 	rate := perProducer * float64(producers)
-	capacity := rate / 0.6 / brokers
+	capacity := math.Round(rate / 0.6 / brokers)
 	if c.shape == "near-capacity" {
-		capacity = rate / 0.9 / brokers
+		capacity = math.Round(rate / 0.9 / brokers)
 	}
-	sc := &Scenario{Name: "herd-" + c.shape, Duration: duration, Seed: 1, Producers: producers, Rate: rate}
+	sc := &Scenario{Name: "fleet-" + c.shape, Duration: duration, Seed: 1, Producers: producers, Rate: rate}
 	if c.open {
 		sc.Load = LoadOpen
 	} else {
@@ -181,5 +184,23 @@ func TestFleetsDoNotHerd(t *testing.T) {
 					got.Failed, fmtMS(got.Latency.P99), v5.Failed, fmtMS(v5.Latency.P99))
 			}
 		})
+	}
+}
+
+// TestHerdFiles: testdata/fleets holds one case of TestFleetsDoNotHerd per
+// shape as a scenario file, for `mqfault sim --scenario` (and a judge of
+// fleets to come): each file is herdScenario's case at 200 producers for
+// 40 s, field for field.
+func TestHerdFiles(t *testing.T) {
+	for _, c := range []herdCase{{shape: "down"}, {shape: "slow", queue: true, open: true},
+		{shape: "busy", queue: true, open: true}, {shape: "near-capacity", open: true}} {
+		path := filepath.Join("..", "..", "testdata", "fleets", "fleet-"+c.shape+".yaml")
+		got, err := LoadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := herdScenario(c, 200, 40*time.Second); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %+v\nwant %s's %+v", path, got, c.name(), want)
+		}
 	}
 }
