@@ -297,14 +297,22 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 		o.Elapsed, drew = d.at(u.z), true
 		switch {
 		case st == StateStall:
-			wait, ahead, ok := b.stall(t, w)
-			if !ok {
+			wait, ahead, ans := b.stall(t, w)
+			switch ans {
+			case stallServed:
+				o.Elapsed += time.Duration(wait)
+			case stallRejected: // at once: the broker's latency alone
+				o.Class, o.Code, o.Remark, o.Err = latency.ClassBusy, SystemBusy, remarkPageCacheBusy, b.errFull
+			default:
 				o.Elapsed = time.Duration(wait)
-				o.Remark, o.Err = b.queueTimeout(time.Duration(wait), ahead)
+				if ans == stallDrained {
+					o.Remark = remarkPageCacheDrain(time.Duration(wait), ahead)
+					o.Err = &producer.BrokerError{Broker: b.name(), Code: SystemBusy, Remark: o.Remark}
+				} else {
+					o.Remark, o.Err = b.queueTimeout(time.Duration(wait), ahead)
+				}
 				o.Class, o.Code = latency.ClassBusy, SystemBusy
-				break
 			}
-			o.Elapsed += time.Duration(wait)
 		case st == StateBusy && u.busy < w.ev.Rate:
 			o.Class, o.Code, o.Remark, o.Err = latency.BrokerClass(w.ev.Code), w.ev.Code, remarkBusy, w.busyErr
 		case b.queueWait > 0:
@@ -346,20 +354,46 @@ func (b *brokerSim) queueTimeout(wait time.Duration, ahead int) (remark string, 
 // and a family's send queue when the family gives no wait.
 const defaultQueueWait = 200 * time.Millisecond
 
+// pageCacheBusyAfter is RocketMQ's osPageCacheBusyTimeOutMills default:
+// once a put has held the commit log's lock this long, the broker is "page
+// cache busy" (DefaultMessageStore.isOSPageCacheBusy) until the put ends.
+// A stall is such a put: the store stopped with the lock held.
+const pageCacheBusyAfter = time.Second
+
+// stallAnswer is what a send arriving during a stall meets.
+type stallAnswer int8
+
+const (
+	stallServed   stallAnswer = iota // served when the stall ends, after waiting wait
+	stallTimedOut                    // waited the send queue out: [TIMEOUT_CLEAN_QUEUE] after wait
+	stallDrained                     // still queued when the page cache turned busy: [PCBUSY_CLEAN_QUEUE] after wait
+	stallRejected                    // arrived while the page cache is busy: [REJECTREQUEST] at once
+)
+
 // stall is what a send arriving at t meets during a stall of window w: the
 // store serves nothing until the stall ends, then the sends queued for it
 // in arrival order (at the broker's capacity when it has a send queue, all
-// at once otherwise). ok=true: it is served after waiting wait (ns);
-// ok=false: it would wait longer than the send queue allows (the broker's
-// queue_wait, or defaultQueueWait) and is answered after waiting that
-// long. ahead is how many sends were queued ahead of it: the ones accepted
-// to wait for this stall's end, and those still to be served from before
-// it.
-func (b *brokerSim) stall(t int64, w *window) (wait int64, ahead int, ok bool) {
+// at once otherwise). stallServed: it is served after waiting wait (ns);
+// stallTimedOut: it would wait longer than the send queue allows (the
+// broker's queue_wait, or defaultQueueWait) and is answered after waiting
+// that long. A stall longer than pageCacheBusyAfter makes the broker page
+// cache busy from that moment to the stall's end, as RocketMQ's does: a
+// send still queued then is drained at once (stallDrained, after waiting
+// wait: BrokerFastFailure's [PCBUSY_CLEAN_QUEUE]), and one arriving after
+// it is refused at once (stallRejected: the request processor's
+// rejectRequest, [REJECTREQUEST]). ahead is how many sends were queued
+// ahead of it: the ones accepted to wait for this stall's end, and those
+// still to be served from before it.
+func (b *brokerSim) stall(t int64, w *window) (wait int64, ahead int, ans stallAnswer) {
 	p := int64(w.ev.Period)
-	end := min(w.from+(t-w.from)/p*p+int64(w.ev.Length), w.to)
+	from := w.from + (t-w.from)/p*p
+	end := min(from+int64(w.ev.Length), w.to)
 	if end != b.stallEnd {
 		b.stallEnd, b.stallN, b.stallPre = end, 0, b.free
+	}
+	busy := from + int64(pageCacheBusyAfter) // the page cache is busy from here, if the stall lasts
+	if busy < end && t >= busy {
+		return 0, 0, stallRejected
 	}
 	limit := b.queueWait
 	if limit == 0 {
@@ -369,22 +403,27 @@ func (b *brokerSim) stall(t int64, w *window) (wait int64, ahead int, ok bool) {
 	if b.service > 0 {
 		start = max(b.free, start)
 	}
-	if d := start - float64(t); d > float64(limit) {
-		ahead = b.stallN
-		switch {
-		case b.service == 0:
-		case b.stallPre > float64(end): // the queue runs on from before the stall: no gap in it
-			ahead = int(math.Ceil((b.free - float64(t)) / b.service))
-		case b.stallPre > float64(t):
-			ahead += int(math.Ceil((b.stallPre - float64(t)) / b.service))
-		}
-		return limit, ahead, false
+	ahead = b.stallN
+	switch {
+	case b.service == 0:
+	case b.stallPre > float64(end): // the queue runs on from before the stall: no gap in it
+		ahead = int(math.Ceil((b.free - float64(t)) / b.service))
+	case b.stallPre > float64(t):
+		ahead += int(math.Ceil((b.stallPre - float64(t)) / b.service))
+	}
+	d := start - float64(t)
+	if busy < end && float64(busy) < float64(t)+min(d, float64(limit)) {
+		b.stallN++ // queued until the drain
+		return busy - t, ahead, stallDrained
+	}
+	if d > float64(limit) {
+		return limit, ahead, stallTimedOut
 	}
 	b.stallN++
 	if b.service > 0 {
 		b.free = start + b.service
 	}
-	return int64(start) - t, 0, true
+	return int64(start) - t, 0, stallServed
 }
 
 func (b *brokerSim) name() string { return b.cfg.Name }
@@ -417,13 +456,31 @@ func (b *brokerSim) probe(t int64) error {
 const (
 	remarkBusy = "[simulated] busy"
 	remarkFull = "[REJECTREQUEST]system busy, start flow control for a while"
+	// remarkPageCacheBusy is RocketMQ's refusal of a request at once while
+	// its page cache is busy (NettyRemotingAbstract, when the send
+	// processor's rejectRequest is true): a stalled store's, worded as
+	// remarkFull is.
+	remarkPageCacheBusy = remarkFull
 )
+
+// remarkPageCacheDrain is the remark of a send drained from the send queue
+// after waiting wait, having found queued sends ahead of it, when the page
+// cache turned busy, as RocketMQ's BrokerFastFailure words it.
+func remarkPageCacheDrain(wait time.Duration, queued int) string {
+	return remarkQueued("[PCBUSY_CLEAN_QUEUE]", wait, queued)
+}
 
 // remarkQueueTimeout is the remark of a send that waited wait in the broker's
 // send queue, which held queued sends when it joined, as RocketMQ's
 // BrokerFastFailure words it (the comma included).
 func remarkQueueTimeout(wait time.Duration, queued int) string {
-	return "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: " +
+	return remarkQueued("[TIMEOUT_CLEAN_QUEUE]", wait, queued)
+}
+
+// remarkQueued is BrokerFastFailure's answer to a send it takes out of the
+// send queue, after the tag saying why.
+func remarkQueued(tag string, wait time.Duration, queued int) string {
+	return tag + "broker busy, start flow control for a while, period in queue: " +
 		strconv.FormatInt(wait.Milliseconds(), 10) + "ms, size of queue: " + strconv.Itoa(queued)
 }
 

@@ -45,7 +45,9 @@
 //     Period the store serves nothing: a send waits for the stall's end in
 //     the send queue, or past its queue_wait, RocketMQ's 200 ms without one,
 //     is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] with the few sends
-//     queued ahead of it). A broker with a capacity answers
+//     queued ahead of it; past its first second a stall is page cache
+//     busy: the sends queued then are answered [PCBUSY_CLEAN_QUEUE] at once,
+//     later ones [REJECTREQUEST] at once). A broker with a capacity answers
 //     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
 //     of 50 ms worth of sends, at least 200); with a queue_wait it queues instead:
 //     RocketMQ's send queue, served first in, first out at Capacity sends a

@@ -161,17 +161,18 @@ func TestHerdingCount(t *testing.T) {
 	}
 }
 
-// TestFleetOutput: a fleet's table has the herding column and the share of
-// each broker beside round robin's, its JSON the fleet's figures, its
-// summary the producers.
+// TestFleetOutput: a fleet's table has the herding and moves columns and
+// the share of each broker beside round robin's, its JSON the fleet's
+// figures, its summary the producers. broker-b goes down at 2 s and stays
+// down: every producer leaves it in second 2, so both peaks are 100% there.
 func TestFleetOutput(t *testing.T) {
 	rep := mustRun(t, fleetScenario(4, 8), WithStrategies(mustSelect(t, "v5")...))
 	var table, js bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"8 senders at 400 sends/s from 4 producers", "herding", "100% (broker-b, 2s)",
-		"attempt share per broker", "round robin", "50.0%", "x1."} {
+	for _, want := range []string{"8 senders at 400 sends/s from 4 producers", "herding", "  moves", "100% (broker-b, 2s)  100% (broker-b, 2s)",
+		"attempt share per broker", "round robin", "50.0%", "x1.", "moves: the largest share of the producers that left one broker"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -185,6 +186,9 @@ func TestFleetOutput(t *testing.T) {
 				Producers  int     `json:"producers"`
 				Peak       float64 `json:"herding_peak"`
 				PeakBroker string  `json:"herding_peak_broker"`
+				Moves      float64 `json:"moves_peak"`
+				MovesAt    int     `json:"moves_peak_at_s"`
+				MovesOn    string  `json:"moves_peak_broker"`
 				Brokers    map[string]struct {
 					Share      float64 `json:"share"`
 					RoundRobin float64 `json:"round_robin"`
@@ -199,6 +203,9 @@ func TestFleetOutput(t *testing.T) {
 	if f == nil || f.Producers != 4 || f.Peak != 1 || f.PeakBroker != "broker-b" || f.Brokers["broker-a"].RoundRobin != 0.5 ||
 		f.Brokers["broker-a"].Share <= 0.5 {
 		t.Errorf("JSON fleet = %+v, want 4 producers, a peak of 1 on broker-b, broker-a above its round-robin half", f)
+	}
+	if r := rep.Results[0].Fleet; f == nil || f.Moves != 1 || f.MovesAt != r.MovesPeakAt || f.MovesAt != 2 || f.MovesOn != "broker-b" {
+		t.Errorf("JSON fleet = %+v, want a moves peak of 1 on broker-b at 2 s (Result.Fleet: %v at %d s)", f, r.MovesPeak, r.MovesPeakAt)
 	}
 }
 

@@ -66,15 +66,18 @@ func jsonSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Microsecond)/time.Microsecond) / 1e6
 }
 
-// jsonFleet is a fleet's figures: the herding peak (a share of the
-// producers, the second it was first reached, the broker) and each broker's
-// share of the attempts beside round robin's.
+// jsonFleet is a fleet's figures: the herding peak and the moves peak
+// (each a share of the producers, the second it was first reached, the
+// broker) and each broker's share of the attempts beside round robin's.
 type jsonFleet struct {
-	Producers   int                        `json:"producers"`
-	Peak        float64                    `json:"herding_peak"`
-	PeakAt      int                        `json:"herding_peak_at_s"`
-	PeakBroker  string                     `json:"herding_peak_broker"`
-	BrokerShare map[string]jsonBrokerShare `json:"brokers"`
+	Producers       int                        `json:"producers"`
+	Peak            float64                    `json:"herding_peak"`
+	PeakAt          int                        `json:"herding_peak_at_s"`
+	PeakBroker      string                     `json:"herding_peak_broker"`
+	MovesPeak       float64                    `json:"moves_peak"`
+	MovesPeakAt     int                        `json:"moves_peak_at_s"`
+	MovesPeakBroker string                     `json:"moves_peak_broker"`
+	BrokerShare     map[string]jsonBrokerShare `json:"brokers"`
 }
 
 type jsonBrokerShare struct {
@@ -156,6 +159,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		}
 		if f := res.Fleet; f != nil && r.Scenario != nil {
 			s.Fleet = &jsonFleet{Producers: f.Producers, Peak: round6(f.Peak), PeakAt: f.PeakAt, PeakBroker: f.PeakBroker,
+				MovesPeak: round6(f.MovesPeak), MovesPeakAt: f.MovesPeakAt, MovesPeakBroker: f.MovesPeakBroker,
 				BrokerShare: make(map[string]jsonBrokerShare, len(res.Brokers))}
 			for b, br := range res.Brokers {
 				s.Fleet.BrokerShare[br.Name] = jsonBrokerShare{Share: round6(res.AttemptShare(b)), RoundRobin: round6(r.Scenario.RoundRobinShare(b))}
@@ -257,7 +261,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
 	}
 	if fleet {
-		fmt.Fprint(tw, "herding\t")
+		fmt.Fprint(tw, "herding\tmoves\t")
 	}
 	fmt.Fprint(tw, "\n")
 	for i, res := range r.Results {
@@ -272,7 +276,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%d\t%d\t", res.Shed, res.InFlightAtEnd)
 		}
 		if fleet {
-			fmt.Fprintf(tw, "%s\t", fmtHerding(res.Fleet))
+			fmt.Fprintf(tw, "%s\t%s\t", FormatHerding(res.Fleet), FormatMoves(res.Fleet))
 		}
 		fmt.Fprint(tw, "\n")
 	}
@@ -305,7 +309,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if fleet {
 		b.WriteString("Fleet: the counts add up every producer's; herding: the largest share of the producers that isolated one\n" +
 			"broker, or sent it less than half of what round robin would have, within one second (the peak, its broker and\n" +
-			"second); share: each broker's share of the attempts, and its ratio to round robin's (its queues over all).\n")
+			"second); moves: the largest share of the producers that left one broker (by herding's test) or came back to it\n" +
+			"in one second, a synchronised storm when most of the fleet moves at once away from a fault's edges (the peak,\n" +
+			"its broker and second); share: each broker's share of the attempts, and its ratio to round robin's (its queues\n" +
+			"over all).\n")
 	}
 	if open {
 		b.WriteString("Open load: shed sends arrived with " + strconv.Itoa(MaxInFlight) + " sends in flight and failed at once (not in the latencies).\n")
@@ -313,15 +320,6 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("Every strategy met the same brokers and seed.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// fmtHerding formats a fleet's herding peak: "62% (broker-b, 16s)", or
-// "0%" when no producer left a broker.
-func fmtHerding(f *FleetResult) string {
-	if f == nil || f.PeakBroker == "" {
-		return "0%"
-	}
-	return fmt.Sprintf("%.0f%% (%s, %ds)", 100*f.Peak, f.PeakBroker, f.PeakAt)
 }
 
 // writeShares writes, per broker, round robin's share of the attempts and

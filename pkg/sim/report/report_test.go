@@ -327,3 +327,28 @@ func TestSecondTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestReportFleet: a fleet's results table has the herding and moves
+// columns with the table's peaks and says what they mean; a run of one
+// producer has neither.
+func TestReportFleet(t *testing.T) {
+	lat := sim.Latency{Median: 3 * time.Millisecond, P99: 20 * time.Millisecond}
+	sc := &sim.Scenario{Name: "fleet", Duration: 10 * time.Second, Seed: 1, Senders: 8, Rate: 400, Producers: 4,
+		Brokers: []sim.Broker{{Name: "broker-a", Queues: 4, Latency: lat}, {Name: "broker-b", Queues: 4, Latency: lat}},
+		Events:  []sim.Event{{Broker: "broker-b", At: 2 * time.Second, For: 8 * time.Second, State: sim.StateDown}}}
+	rep := mustRun(t, sc, sim.WithStrategies(selectStrategies(t, "v5")...))
+	results := sections(htmlOf(t, rep))["Results"]
+	f := rep.Results[0].Fleet
+	for _, want := range []string{`<th class="n">herding</th><th class="n">moves</th>`,
+		`<td class="n">` + sim.FormatHerding(f) + `</td><td class="n">` + sim.FormatMoves(f) + `</td>`, "moves: the largest share"} {
+		if !strings.Contains(results, want) {
+			t.Errorf("the results lack %q:\n%s", want, results)
+		}
+	}
+	if sim.FormatMoves(f) != "100% (broker-b, 2s)" {
+		t.Errorf("moves peak %q, want every producer leaving broker-b at 2 s", sim.FormatMoves(f))
+	}
+	if one := sections(htmlOf(t, mustRun(t, loadTestScenario(t, "small"))))["Results"]; strings.Contains(one, "moves") || strings.Contains(one, "herding") {
+		t.Errorf("one producer's results name the fleet's columns:\n%s", one)
+	}
+}
