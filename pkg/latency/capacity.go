@@ -257,6 +257,9 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	e := &b.entries[p]
+	if !e.s.reachable.Load() {
+		return p // a send trial (trial.go): the pick is the trial
+	}
 	sp := e.s.cap.state.Load()
 	if sp == 0 && e.s.cap.lat.Load() < int64(latencyFloor) {
 		return p // never pushed back and not slow: full weight
@@ -272,11 +275,25 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	q := partner(p, n, idx)
+	room := wp >= roomWeight
+	if !room && last >= 0 {
+		// A retry from a broker without room: the first broker with room
+		// from the partner on, if there is one.
+		if r, ok := c5.roomFrom(b, v, e.broker, q, last, strict, u); ok {
+			return r
+		}
+	}
 	e2 := &b.entries[q]
 	if e2.broker == e.broker || e2.broker == last || !e2.s.reachable.Load() {
 		return p
 	}
-	if e2.s.isolated.Load() && (strict || !v.releases(e2.broker)) {
+	// An isolated partner takes share only when the cap releases it, or,
+	// outside the cap's retry pass, when p has no room: then a broker
+	// that answers (reachable) but is isolated for its latency or a
+	// failure is room the cluster would otherwise lose, as the
+	// reference's reachable stage uses it once busy answers have isolated
+	// every broker.
+	if e2.s.isolated.Load() && (strict || (room && !v.releases(e2.broker))) {
 		return p
 	}
 	wq := m.weightQ(e2.s.cap.state.Load(), u)
@@ -298,6 +315,33 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return q
 	}
 	return p
+}
+
+// roomFrom returns the first position from q on (all n of them, wrapping)
+// whose broker has room (weight at least roomWeight), is neither broker
+// nor last, is reachable, and is not isolated (or, unless strict, is one the
+// cap releases); ok is false when there is none. Only a retry from a broker
+// without room walks it: no lock, no allocation, no clock read.
+func (c5 cascade5) roomFrom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (int, bool) {
+	m := c5.s.policies.capacity
+	n := len(b.entries)
+	for i := range n {
+		r := q + i
+		if r >= n {
+			r -= n
+		}
+		e := &b.entries[r]
+		if e.broker == broker || e.broker == last || !e.s.reachable.Load() {
+			continue
+		}
+		if e.s.isolated.Load() && (strict || !v.releases(e.broker)) {
+			continue
+		}
+		if m.weightQ(e.s.cap.state.Load(), u) >= roomWeight {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // shareHash spreads the index value over 32 bits (a multiply and a

@@ -248,8 +248,11 @@ func TestCapacityFailureStillIsolates(t *testing.T) {
 
 // TestCapacityUnreachableNoFirstAttempt: a broker the detector calls
 // unreachable, its isolation over, gets no first attempt while others are
-// available and reachable, on the fast path and in the reference's walk
-// alike; when it is the only one left, the later stages still pick it.
+// available and reachable but one send trial a detect interval (StageTrial),
+// fewer after failed trials, on the fast path and in the reference's walk
+// alike; a failed trial isolates nothing; an answered one brings the broker
+// back (sends outweigh probes); when it is the only one left, the later
+// stages still pick it.
 func TestCapacityUnreachableNoFirstAttempt(t *testing.T) {
 	for _, walk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("walk=%t", walk), func(t *testing.T) {
@@ -258,16 +261,54 @@ func TestCapacityUnreachableNoFirstAttempt(t *testing.T) {
 				latency.WalkOnly(r.s)
 			}
 			r.s.Table().SetReachable("b2", false)
-			counts := r.run(t, 800, time.Second, func(string) latency.Outcome { return answered(time.Millisecond) })
-			// Its answers would make it reachable again: it must get none.
-			if counts["b2"] != 0 {
-				t.Errorf("unreachable b2 got %d of 800 first attempts (counts %v)", counts["b2"], counts)
+			// b2 fails every send: 8 s of picks at 100 a second give it the
+			// trials at 0, 1+2 and 3+4 s (each failure doubles the wait).
+			trials := 0
+			for range 800 {
+				p, ok := r.s.Select(r.info, latency.PickInfo{})
+				if !ok {
+					t.Fatal("no pick")
+				}
+				o := answered(time.Millisecond)
+				if p.Queue.BrokerName == "b2" {
+					trials++
+					if p.Stage != latency.StageTrial {
+						t.Errorf("pick of unreachable b2: stage %v, want %v", p.Stage, latency.StageTrial)
+					}
+					o = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+				}
+				p.Done(o)
+				r.clock.Advance(10 * time.Millisecond)
 			}
-			for _, b := range []string{"b0", "b1", "b3"} {
+			if trials != 3 {
+				t.Errorf("unreachable b2, every send failing: %d trials in 8 s, want 3", trials)
+			}
+			if !r.s.Table().IsAvailable("b2") {
+				t.Error("a failed trial isolated b2")
+			}
+			// Its sends answer again: the next trial brings it back.
+			r.clock.Advance(8 * time.Second)
+			counts := r.run(t, 800, 8*time.Second, func(string) latency.Outcome { return answered(time.Millisecond) })
+			if counts["b2"] < 150 {
+				t.Errorf("b2 answering its trial: %d of 800 picks after, want its share back (counts %v)", counts["b2"], counts)
+			}
+			for _, b := range []string{"b0", "b1", "b2", "b3"} {
 				r.s.Table().SetReachable(b, false)
 			}
-			if p, _ := r.s.Select(r.info, latency.PickInfo{}); p.Stage != latency.StageAny {
-				t.Errorf("every broker unreachable: stage %v, want %v", p.Stage, latency.StageAny)
+			// Every broker unreachable: a trial each, then the later stages.
+			tried := map[string]bool{}
+			for i := range 5 {
+				p, _ := r.s.Select(r.info, latency.PickInfo{})
+				want := latency.StageTrial
+				if i == 4 {
+					want = latency.StageAny
+				} else if tried[p.Queue.BrokerName] {
+					t.Errorf("every broker unreachable: a second trial of %s", p.Queue.BrokerName)
+				}
+				tried[p.Queue.BrokerName] = true
+				if p.Stage != want {
+					t.Errorf("every broker unreachable, pick %d: stage %v, want %v", i, p.Stage, want)
+				}
 			}
 		})
 	}

@@ -113,7 +113,7 @@ func (c5 cascade5) seek(info *route.PublishInfo, b *binding, f *flagSummary, v *
 	}
 	first := accept // the first stage's: reachable too under reachFirst
 	if s.policies.reachFirst {
-		first = func(p int) bool { return b.entries[p].s.reachable.Load() && (accept == nil || accept(p)) }
+		first = func(p int) bool { return (accept == nil || accept(p)) && c5.reachOK(&b.entries[p]) }
 	}
 	if v != nil && last >= 0 {
 		// The cap's retry pass: a broker nothing isolates first (walk).
@@ -154,7 +154,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 		// broker that just failed while an untried healthy one is there.
 		for range n {
 			p := c.next()
-			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && c5.reachOK(e) && s.admit(info, p) {
+			if e := &b.entries[p]; !e.s.isolated.Load() && e.broker != last && s.admit(info, p) && c5.reachOK(e) {
 				c.done()
 				return s.picked(info, b, c5.share(b, v, p, last, c.v, true), StageAvailable)
 			}
@@ -163,7 +163,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 	}
 	for i := start; i < n; i++ {
 		p := c.next()
-		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && c5.reachOK(e) && s.admit(info, p) {
+		if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && e.broker != last && s.admit(info, p) && c5.reachOK(e) {
 			c.done()
 			return s.picked(info, b, c5.share(b, v, p, last, c.v, last >= 0 && v != nil), StageAvailable)
 		}
@@ -179,8 +179,12 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 }
 
 // reachOK reports whether entry e passes the first stage's reachability
-// test: always, unless reachFirst asks for a reachable broker.
-func (c5 cascade5) reachOK(e *entry) bool { return !c5.s.policies.reachFirst || e.s.reachable.Load() }
+// test: always, unless reachFirst asks for a reachable broker or a send
+// trial (trial.go), which it claims. Callers test it last, so a claimed
+// trial is the pick.
+func (c5 cascade5) reachOK(e *entry) bool {
+	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trial(e)
+}
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last
 // broker, then the unfiltered pick.

@@ -166,6 +166,11 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 			s.table.see(s.table.now()) // the capacity model's weights are read at it
 		}
 	}
+	if p.Stage == StageTrial && live != nil && !o.Pending {
+		if u, ok := s.trialDone(live, broker, o); ok {
+			return u
+		}
+	}
 	for _, h := range s.policies.outcomes {
 		if u, ok := h.report(s, live, broker, o); ok {
 			return u

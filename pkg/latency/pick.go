@@ -77,13 +77,17 @@ const (
 	StageLeastBad
 	// StageAny: the unfiltered round-robin pick.
 	StageAny
+	// StageTrial: the mqfault preset's first stage, a send trial to a broker
+	// the detector calls unreachable and that nothing isolates (at most one
+	// a detect interval, fewer after failed ones; trial.go).
+	StageTrial
 	numStages
 )
 
-var stageNames = [...]string{"none", "available", "reachable", "not_last", "filtered", "least_bad", "any"}
+var stageNames = [...]string{"none", "available", "reachable", "not_last", "filtered", "least_bad", "any", "trial"}
 
 // String returns the stage's name: none, available, reachable, not_last,
-// filtered, least_bad or any.
+// filtered, least_bad, any or trial.
 func (s Stage) String() string {
 	if int(s) < len(stageNames) {
 		return stageNames[s]
@@ -93,7 +97,7 @@ func (s Stage) String() string {
 
 // Stages lists every stage that can answer a pick, in cascade order.
 func Stages() []Stage {
-	return []Stage{StageAvailable, StageReachable, StageNotLast, StageFiltered, StageLeastBad, StageAny}
+	return []Stage{StageAvailable, StageTrial, StageReachable, StageNotLast, StageFiltered, StageLeastBad, StageAny}
 }
 
 // Select picks a queue of info for one send attempt. ok is false only when
@@ -146,6 +150,9 @@ func (s *Strategy) picked(info *route.PublishInfo, b *binding, p int, st Stage) 
 	var sl *slot
 	if b != nil {
 		sl = b.entries[p].s
+		if st == StageAvailable && s.policies.reachFirst && !sl.reachable.Load() {
+			st = StageTrial // only a trial passes the first stage unreachable
+		}
 	}
 	if s.stages != nil {
 		s.stages.add(st)

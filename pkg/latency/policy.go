@@ -175,8 +175,11 @@ type policies struct {
 	outcomes  []outcomeHook  // in order, on every reported outcome
 	capacity  *capacityModel // the capacity model (capacity.go); nil when off
 	// reachFirst makes the v5 cascade's first stage take only brokers
-	// that are available and reachable (reachableFirstPolicy).
+	// that are available and reachable (reachableFirstPolicy), but for a
+	// send trial (trial.go) to an unreachable broker nothing isolates at
+	// most once every trialGap (table time).
 	reachFirst bool
+	trialGap   int64
 }
 
 func newPolicies(cfg Config) policies {
@@ -212,6 +215,7 @@ var reachableFirstPolicy = policyKind{
 	install: func(c Config, p *policies) {
 		if c.Detector && c.ProbeFailures {
 			p.reachFirst = true
+			p.trialGap = int64(c.DetectInterval)
 		}
 	},
 }

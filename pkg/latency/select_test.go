@@ -565,6 +565,7 @@ func TestStageString(t *testing.T) {
 		{latency.StageFiltered, "filtered"},
 		{latency.StageLeastBad, "least_bad"},
 		{latency.StageAny, "any"},
+		{latency.StageTrial, "trial"},
 		{latency.Stage(42), "stage(42)"},
 	}
 	for _, tt := range tests {
@@ -575,8 +576,8 @@ func TestStageString(t *testing.T) {
 		})
 	}
 	stages := latency.Stages()
-	if len(stages) != 6 || stages[0] != latency.StageAvailable || stages[5] != latency.StageAny {
-		t.Errorf("Stages() = %v, want the six answering stages in cascade order", stages)
+	if len(stages) != 7 || stages[0] != latency.StageAvailable || stages[1] != latency.StageTrial || stages[6] != latency.StageAny {
+		t.Errorf("Stages() = %v, want the seven answering stages in cascade order", stages)
 	}
 }
 
@@ -593,7 +594,7 @@ func TestStageCounter(t *testing.T) {
 	s.Select(info, latency.PickInfo{})
 	empty, _ := route.NewPublishInfoFromQueues("T", nil)
 	s.Select(empty, latency.PickInfo{}) // not counted: no stage answered
-	want := map[latency.Stage]uint64{latency.StageAvailable: 5, latency.StageReachable: 0, latency.StageNotLast: 0,
+	want := map[latency.Stage]uint64{latency.StageAvailable: 5, latency.StageTrial: 0, latency.StageReachable: 0, latency.StageNotLast: 0,
 		latency.StageFiltered: 0, latency.StageLeastBad: 0, latency.StageAny: 1}
 	if len(latency.Stages()) != len(want) {
 		t.Errorf("Stages() = %v, want the stages of %v", latency.Stages(), want)

@@ -134,6 +134,7 @@ type slot struct {
 	backoff backoffState   // backoff.go
 	cap     brokerCapacity // capacity.go
 	rec     recoveryState  // recovery.go
+	trial   trialState     // trial.go
 
 	table *FaultTable
 	mu    sync.Mutex  // serializes isolation changes with the expiry timer
@@ -513,6 +514,8 @@ func (s *slot) reset() {
 	s.checkStamp.Store(0)
 	s.backoff.strikes.Store(0)
 	s.cap.state.Store(0)
+	s.trial.next.Store(0)
+	s.trial.level.Store(0)
 	s.cap.answered.Store(0)
 	s.table.ver.Add(1)
 	s.table.bump()
