@@ -216,29 +216,30 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
 // and makes the fault update itself, which isolates nothing. A busy answer
 // is an answer: the broker is reachable. A throttled attempt met no broker:
 // its reachability stays as it was. Other classes go to the mode's rules.
-func (m *capacityModel) report(s *Strategy, sl *slot, broker string, o Outcome) (FaultUpdate, bool) {
+func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
+	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
-		now := s.table.seen.Load()
+		now := a.table.seen()
 		sl.cap.observe(now, o.Latency)
 		sl.cap.answered.Store(now)
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
 		return FaultUpdate{}, false
 	}
-	u := FaultUpdate{Broker: broker, Latency: max(o.Latency, 0), Reachable: true}
+	u := FaultUpdate{Broker: a.broker, Latency: max(o.Latency, 0), Reachable: true}
 	if sl == nil {
 		return u, true // fault tolerance off: nothing is recorded
 	}
-	now := s.table.now()
-	s.table.see(now)
-	m.pushBack(&sl.cap, s.table.units(now))
+	now := a.table.now()
+	a.table.see(now)
+	m.pushBack(&sl.cap, a.table.units(now))
 	if o.Class == ClassThrottled {
 		u.Reachable = sl.reachable.Load()
 		return u, true
 	}
 	sl.cap.answered.Store(now)
 	if sl.setReachable(true) {
-		s.table.ver.Add(1)
+		a.table.changed()
 	}
 	return u, true
 }

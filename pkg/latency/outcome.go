@@ -166,9 +166,12 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 			s.table.see(s.table.now()) // the capacity model's weights are read at it
 		}
 	}
-	for _, h := range s.policies.outcomes {
-		if u, ok := h.report(s, live, broker, o); ok {
-			return u
+	if len(s.policies.outcomes) != 0 {
+		a := attempt{broker: broker, slot: live, table: tableTime{t: s.table, durations: &s.durations}}
+		for _, h := range s.policies.outcomes {
+			if u, ok := h.report(a, o); ok {
+				return u
+			}
 		}
 	}
 	u := s.spec.rules.update(broker, o, s.detectorOn.Load())

@@ -38,9 +38,10 @@ import (
 //     and what an answered send that isolates nothing forgives;
 //   - a release hook, on pick: per route, which brokers the fault table
 //     isolates but picks may still use;
-//   - outcome hooks, on Report, in policyKinds' order, with the broker's
-//     slot: what an attempt's outcome does before (or instead of) the mode's
-//     update rules.
+//   - outcome hooks, on Report, in policyKinds' order, with the attempt
+//     (the broker, its slot and the fault table's time, nothing else of the
+//     strategy): what an attempt's outcome does before (or instead of) the
+//     mode's update rules.
 //
 // A policy's registry entry (its policyKind) names it and its ablation,
 // lists its knobs (file key, doc, field, whether the off switch zeroes it)
@@ -227,12 +228,50 @@ type isolationHook interface {
 }
 
 // outcomeHook is told of every outcome reported through a pick (Report),
-// before the mode's update rules, with the broker's slot Report found once
-// (nil while fault tolerance is off). It returns ok=true when it made the
-// fault update itself (the rules and the later hooks are then skipped),
-// with the update made. It must not block or allocate.
+// before the mode's update rules, with the attempt: the broker, the slot
+// Report found once for it, and the fault table's time; it is given
+// nothing else of the strategy. It returns ok=true when it made the fault
+// update itself (the rules and the later hooks are then skipped), with the
+// update made. It must not block or allocate.
 type outcomeHook interface {
-	report(s *Strategy, sl *slot, broker string, o Outcome) (u FaultUpdate, ok bool)
+	report(a attempt, o Outcome) (u FaultUpdate, ok bool)
+}
+
+// attempt is what an outcome hook is told of the attempt besides its
+// outcome.
+type attempt struct {
+	broker string
+	slot   *slot     // the broker's slot; nil while fault tolerance is off
+	table  tableTime // the fault table's time, and its change counter
+}
+
+// tableTime is the part of the strategy an outcome hook may use: the fault
+// table's clock, its last seen time (FaultTable.see), the capacity model's
+// stamp units, the table's change counter, and the duration table. Its
+// methods take no lock and allocate nothing; safe for concurrent use.
+type tableTime struct {
+	t         *FaultTable
+	durations *atomic.Pointer[durationsBox]
+}
+
+// now reads the table's clock (table time).
+func (tt tableTime) now() int64 { return tt.t.now() }
+
+// seen is the latest table time an outcome was reported at.
+func (tt tableTime) seen() int64 { return tt.t.seen.Load() }
+
+// see raises the table's last seen time to now.
+func (tt tableTime) see(now int64) { tt.t.see(now) }
+
+// units is table time now in the capacity model's stamp units.
+func (tt tableTime) units(now int64) int64 { return tt.t.units(now) }
+
+// changed tells the table that a slot changed what picks read (its ver).
+func (tt tableTime) changed() { tt.t.ver.Add(1) }
+
+// isolation is the duration table's isolation for latency d.
+func (tt tableTime) isolation(d time.Duration) time.Duration {
+	return tt.durations.Load().t.Isolation(d)
 }
 
 // releaseHook keeps isolated brokers of a route in service.

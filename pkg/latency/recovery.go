@@ -254,13 +254,13 @@ var _ outcomeHook = recoveryHook{}
 // report stamps a busy answer, or an answer slow enough for the duration
 // table to isolate for, on the broker's slot. It reads the clock only for
 // those, allocates nothing for a known broker and takes no lock.
-func (recoveryHook) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
+func (recoveryHook) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	switch {
-	case sl == nil:
+	case a.slot == nil:
 	case o.Class == ClassBusy:
-		sl.rec.loadedAt.Store(s.table.now())
-	case o.Class == ClassAnswered && !o.Pending && s.durations.Load().t.Isolation(max(o.Latency, 0)) > 0:
-		sl.rec.loadedAt.Store(s.table.now())
+		a.slot.rec.loadedAt.Store(a.table.now())
+	case o.Class == ClassAnswered && !o.Pending && a.table.isolation(max(o.Latency, 0)) > 0:
+		a.slot.rec.loadedAt.Store(a.table.now())
 	}
 	return FaultUpdate{}, false
 }
