@@ -57,31 +57,39 @@ func capLimit(frac float64, n int) int {
 	return max(1, int(math.Ceil(frac*float64(n)-1e-9)))
 }
 
-// capConfig is the isolation cap's section of Config.
-type capConfig struct {
-	MaxFraction float64 // Config.MaxIsolatedFraction; 0 (or 1) turns it off
-}
-
-func capSection(c Config) capConfig { return capConfig{MaxFraction: c.MaxIsolatedFraction} }
-
 // isolationCapPolicy registers the cap (policy.go).
 var isolationCapPolicy = policyKind{
 	name: "isolation cap", ablation: "isolation-cap",
 	knobs: []PolicyKnob{
-		policyKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)", true,
-			func(c *Config) *float64 { return &c.MaxIsolatedFraction }),
+		settingKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
+			func(c *Config) **IsolationCapConfig { return &c.IsolationCap }, func(s *IsolationCapConfig) *float64 { return &s.MaxFraction }),
 	},
-	on: func(c Config) bool { f := c.MaxIsolatedFraction; return f > 0 && f < 1 },
+	on: func(c Config) bool { return capFraction(c) > 0 },
 	validate: func(c Config, l *configerr.List) {
-		if f := capSection(c).MaxFraction; math.IsNaN(f) || f < 0 || f > 1 {
-			l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))
+		if c.IsolationCap == nil {
+			return
+		}
+		if f := c.IsolationCap.MaxFraction; math.IsNaN(f) || f < 0 || f > 1 {
+			l.Add(invalid("IsolationCap.MaxFraction", f, "must be in [0, 1] (0 turns the cap off)"))
 		}
 	},
 	install: func(c Config, p *policies) {
-		if f := capSection(c).MaxFraction; f > 0 && f < 1 {
+		if f := capFraction(c); f > 0 {
 			p.release = isolationCap{fraction: f}
 		}
 	},
+}
+
+// capFraction is the cap's fraction in c when the cap is on (in (0, 1)),
+// else 0.
+func capFraction(c Config) float64 {
+	if c.IsolationCap == nil {
+		return 0
+	}
+	if f := c.IsolationCap.MaxFraction; f > 0 && f < 1 {
+		return f
+	}
+	return 0
 }
 
 // isolationCap is the cap's release hook.
