@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -26,19 +25,14 @@ func TestWorseRules(t *testing.T) {
 		{"higher latency", func(k *rankKey, f rankKey) { k.latency = f.latency }},
 		{"name", func(k *rankKey, f rankKey) { k.name = f.name }},
 	}
-	var names []string
-	for _, r := range worseRules {
-		names = append(names, r.name)
-	}
-	var want []string
-	for _, c := range cases {
-		want = append(want, c.rule)
-	}
-	if !slices.Equal(names, want) {
-		t.Fatalf("worseRules are %q; want %q", names, want)
+	if len(worseRules) != len(cases) {
+		t.Fatalf("%d worseRules; want the %d the table lists", len(worseRules), len(cases))
 	}
 	for i, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
+			if worseRules[i].name != c.rule {
+				t.Fatalf("worseRules[%d] is %q; want %q", i, worseRules[i].name, c.rule)
+			}
 			// Earlier rules tie (both take worst's keys), this one gives
 			// a worst's key and b best's, later ones give b worst's.
 			a, b := best, best
