@@ -27,10 +27,12 @@ const (
 // latency.Config, producer.Config or Config (with its value in the presets),
 // then one line here; a knob of a latency policy past the reference is a
 // line of that policy's registry entry instead (latency.Policies), which
-// policyKnobs turns into the table's lines. Its file key, environment variable, Encode line, Knobs
-// entry and error messages all come from this line; the field it binds is
-// found from the binding itself (fieldPath), so the range errors of the
-// sub-config's Validate, which name the field, name the knob too.
+// policyKnobs turns into the table's lines. Its file key, environment
+// variable, Encode line, Knobs entry and error messages all come from this
+// line; the field it binds is found from the binding itself (fieldPath; a
+// policy knob's is its registry entry's Field, "Backoff.Max"), so the range
+// errors of the sub-config's Validate, which name the field, name the knob
+// too.
 var knobs = slices.Concat([]knob{
 	modeKnob("mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
 		func(c *Config) *latency.Mode { return &c.Strategy.Mode }),
