@@ -105,7 +105,7 @@ func TestE2EBusyBroker(t *testing.T) {
 	c := newCluster(t, []string{"broker-a", "broker-b", "broker-c"}, nil)
 	b := c.brokers["broker-b"]
 	strat := c.p.Strategy()
-	recovery := e2eStrategy().CapacityRecovery
+	recovery := e2eStrategy().Capacity.Recovery
 	if recovery == 0 {
 		recovery = latency.DefaultCapacityRecovery
 	}
@@ -128,7 +128,7 @@ func TestE2EBusyBroker(t *testing.T) {
 		t.Fatalf("SetFault() error = %v", err)
 	}
 	// Two runs of 30 sends: in the first the weight falls from 1, by
-	// CapacityDecrease with each busy answer; in the second it is near the
+	// Capacity.Decrease with each busy answer; in the second it is near the
 	// floor, and broker-b keeps about the share of the picks whose second
 	// candidate is on broker-b too (3 of the 11 other queues) and the floor's
 	// trickle.

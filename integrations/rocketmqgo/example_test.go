@@ -25,7 +25,7 @@ import (
 // refuses is retried on the other, so every message is stored there. The
 // busy broker is not isolated: the mqfault preset takes a busy answer as
 // push-back, not failure, and lowers the broker's share of sends for about
-// a second after each one (latency.Config.CapacityDecrease).
+// a second after each one (latency.Config.Capacity).
 func ExampleNewProducer() {
 	quiet := remotingtest.WithLogger(slog.New(slog.DiscardHandler))
 	ns, _ := remotingtest.NewNameServer(quiet)

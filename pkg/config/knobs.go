@@ -27,10 +27,12 @@ const (
 // latency.Config, producer.Config or Config (with its value in the presets),
 // then one line here; a knob of a latency policy past the reference is a
 // line of that policy's registry entry instead (latency.Policies), which
-// policyKnobs turns into the table's lines. Its file key, environment variable, Encode line, Knobs
-// entry and error messages all come from this line; the field it binds is
-// found from the binding itself (fieldPath), so the range errors of the
-// sub-config's Validate, which name the field, name the knob too.
+// policyKnobs turns into the table's lines. Its file key, environment
+// variable, Encode line, Knobs entry and error messages all come from this
+// line; the field it binds is found from the binding itself (fieldPath; a
+// policy knob's is its registry entry's Field, "Backoff.Max"), so the range
+// errors of the sub-config's Validate, which name the field, name the knob
+// too.
 var knobs = slices.Concat([]knob{
 	modeKnob("mode", "whose decisions to reproduce: v5 (RocketMQ 5.3.3) or v4 (4.9.8)",
 		func(c *Config) *latency.Mode { return &c.Strategy.Mode }),
@@ -82,27 +84,56 @@ var knobs = slices.Concat([]knob{
 })
 
 // policyKnobs returns a knob for every setting of every policy of
-// latency's registry, bound to its field of Config.Strategy.
+// latency's registry, bound to its field of Config.Strategy through the
+// registry's Get and Set (a policy's settings are nil while it is off).
 func policyKnobs() []knob {
 	var out []knob
 	for _, p := range latency.Policies() {
 		for _, pk := range p.Knobs {
-			var zero latency.Config
-			switch pk.Bind(&zero).(type) {
-			case *float64:
-				out = append(out, floatKnob(pk.Key, pk.Example, pk.Doc, func(c *Config) *float64 { return pk.Bind(&c.Strategy).(*float64) }))
-			case *int:
-				out = append(out, intKnob(pk.Key, pk.Doc, func(c *Config) *int { return pk.Bind(&c.Strategy).(*int) }))
-			case *bool:
-				out = append(out, boolKnob(pk.Key, pk.Doc, func(c *Config) *bool { return pk.Bind(&c.Strategy).(*bool) }))
-			case *time.Duration:
-				out = append(out, durationKnob(pk.Key, pk.Doc, func(c *Config) *time.Duration { return pk.Bind(&c.Strategy).(*time.Duration) }))
+			switch pk.Get(latency.Config{}).(type) {
+			case float64:
+				out = append(out, policyKnob(pk, func(v *float64) value { return floatValue{v, pk.Example} }))
+			case int:
+				out = append(out, policyKnob(pk, func(v *int) value { return (*intValue)(v) }))
+			case bool:
+				out = append(out, policyKnob(pk, func(v *bool) value { return (*boolValue)(v) }))
+			case time.Duration:
+				out = append(out, policyKnob(pk, func(v *time.Duration) value { return (*durationValue)(v) }))
 			default:
 				panic("config: latency policy knob " + pk.Key + " has a kind the knob table does not know")
 			}
 		}
 	}
 	return out
+}
+
+// policyKnob is the knob of policy setting pk, its value parsed and
+// written by the value kind of its type, T.
+func policyKnob[T any](pk latency.PolicyKnob, kind func(*T) value) knob {
+	return knob{name: pk.Key, field: "Strategy." + pk.Field, doc: pk.Doc,
+		bind: func(c *Config) value { return policyValue[T]{c: &c.Strategy, pk: pk, kind: kind} }}
+}
+
+// policyValue is a policy setting of one Config: set parses into a T and
+// hands it to the registry's Set, get formats the registry's Get.
+type policyValue[T any] struct {
+	c    *latency.Config
+	pk   latency.PolicyKnob
+	kind func(*T) value
+}
+
+func (v policyValue[T]) set(s string) error {
+	var x T
+	if err := v.kind(&x).set(s); err != nil {
+		return err
+	}
+	v.pk.Set(v.c, x)
+	return nil
+}
+
+func (v policyValue[T]) get() string {
+	x := v.pk.Get(*v.c).(T)
+	return v.kind(&x).get()
 }
 
 // knob binds one setting to its name, documentation and field.

@@ -194,7 +194,7 @@ func TestKnobFields(t *testing.T) {
 		}
 		seen[k.field] = k.name
 	}
-	for _, f := range []string{"Strategy.Mode", "Strategy.DetectTimeout", "Strategy.Durations", "Strategy.IsolationBackoff",
+	for _, f := range []string{"Strategy.Mode", "Strategy.DetectTimeout", "Strategy.Durations", "Strategy.Backoff.Multiplier",
 		"Producer.RetryTimes", "Producer.RetryAnotherBrokerWhenNotStoreOK", "LogInterval", "CountStages"} {
 		if _, ok := knobByField[f]; !ok {
 			t.Errorf("field %s has no knob", f)
@@ -212,13 +212,23 @@ func TestKnobFields(t *testing.T) {
 	}
 }
 
+// exportedFields lists v's exported fields, a pointer to a struct (a
+// latency policy's settings) by the paths of its own fields ("Backoff.Max").
 func exportedFields(v any) []string {
 	var out []string
 	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
-		if f := t.Field(i); f.IsExported() {
-			out = append(out, f.Name)
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
 		}
+		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+			for _, sub := range exportedFields(reflect.Zero(f.Type.Elem()).Interface()) {
+				out = append(out, f.Name+"."+sub)
+			}
+			continue
+		}
+		out = append(out, f.Name)
 	}
 	return out
 }

@@ -26,17 +26,6 @@ type backoff struct {
 	decay      int64
 }
 
-// backoffConfig is the backoff's section of Config.
-type backoffConfig struct {
-	Multiplier float64       // Config.IsolationBackoff; 0 turns it off
-	Max        time.Duration // Config.MaxIsolation
-	Decay      int           // Config.BackoffDecay
-}
-
-func backoffSection(c Config) backoffConfig {
-	return backoffConfig{Multiplier: c.IsolationBackoff, Max: c.MaxIsolation, Decay: c.BackoffDecay}
-}
-
 // backoffState is the backoff's per-broker state, a field of the slot.
 type backoffState struct {
 	// strikes is the backoff's count: the level times the decay, less
@@ -44,43 +33,49 @@ type backoffState struct {
 	strikes atomic.Int64
 }
 
+// backoffSettings addresses the backoff's settings in a Config.
+func backoffSettings(c *Config) **BackoffConfig { return &c.Backoff }
+
 // backoffPolicy registers the backoff (policy.go).
 var backoffPolicy = policyKind{
 	name: "backoff", ablation: "backoff",
 	knobs: []PolicyKnob{
-		policyKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)", true,
-			func(c *Config) *float64 { return &c.IsolationBackoff }),
-		policyKnob("max_isolation", "", "the longest isolation the backoff gives", false,
-			func(c *Config) *time.Duration { return &c.MaxIsolation }),
-		policyKnob("backoff_decay", "", "answered sends that forgive one failure isolation of the backoff", false,
-			func(c *Config) *int { return &c.BackoffDecay }),
+		settingKnob("isolation_backoff", "2", "a repeat offender's failure isolation is multiplied by this per unforgiven failure isolation; 0 is off (v5)",
+			backoffSettings, func(b *BackoffConfig) *float64 { return &b.Multiplier }),
+		settingKnob("max_isolation", "", "the longest isolation the backoff gives",
+			backoffSettings, func(b *BackoffConfig) *time.Duration { return &b.Max }),
+		settingKnob("backoff_decay", "", "answered sends that forgive one failure isolation of the backoff",
+			backoffSettings, func(b *BackoffConfig) *int { return &b.Decay }),
 	},
-	on: func(c Config) bool { return c.IsolationBackoff != 0 },
+	on: func(c Config) bool { return c.Backoff != nil && c.Backoff.Multiplier != 0 },
 	validate: func(c Config, l *configerr.List) {
-		b := backoffSection(c)
+		b := c.Backoff
+		if b == nil {
+			return
+		}
 		m := b.Multiplier
 		on := !math.IsNaN(m) && !math.IsInf(m, 0) && (m == 0 || m >= 1)
 		if !on {
-			l.Add(invalid("IsolationBackoff", m, "must be 0 (off) or a finite multiplier of at least 1"))
+			l.Add(invalid("Backoff.Multiplier", m, "must be 0 (off) or a finite multiplier of at least 1"))
 		}
 		on = on && m != 0
 		switch {
 		case b.Max < 0:
-			l.Add(invalid("MaxIsolation", b.Max, "must not be negative"))
+			l.Add(invalid("Backoff.Max", b.Max, "must not be negative"))
 		case on && b.Max == 0:
-			l.Add(&ConfigError{Field: "MaxIsolation", Value: b.Max, Reason: "must be positive while IsolationBackoff is on",
-				Related: "IsolationBackoff", Err: ErrInvalidConfig})
+			l.Add(&ConfigError{Field: "Backoff.Max", Value: b.Max, Reason: "must be positive while Backoff.Multiplier is on",
+				Related: "Backoff.Multiplier", Err: ErrInvalidConfig})
 		}
 		switch {
 		case b.Decay < 0:
-			l.Add(invalid("BackoffDecay", b.Decay, "must not be negative"))
+			l.Add(invalid("Backoff.Decay", b.Decay, "must not be negative"))
 		case on && b.Decay == 0:
-			l.Add(&ConfigError{Field: "BackoffDecay", Value: b.Decay, Reason: "must be at least 1 while IsolationBackoff is on",
-				Related: "IsolationBackoff", Err: ErrInvalidConfig})
+			l.Add(&ConfigError{Field: "Backoff.Decay", Value: b.Decay, Reason: "must be at least 1 while Backoff.Multiplier is on",
+				Related: "Backoff.Multiplier", Err: ErrInvalidConfig})
 		}
 	},
 	install: func(c Config, p *policies) {
-		if b := backoffSection(c); b.Multiplier != 0 {
+		if b := c.Backoff; b != nil && b.Multiplier != 0 {
 			p.isolation = &backoff{multiplier: b.Multiplier, max: b.Max, decay: int64(b.Decay)}
 		}
 	},
@@ -147,8 +142,8 @@ func (b *backoff) answered(s *slot) {
 
 // backoffLevel returns how many failure isolations of broker the backoff
 // still counts (0 when none, or when the broker has no item): its next
-// failure isolation is the duration table's times IsolationBackoff to that
-// power, up to MaxIsolation. It is 0 unless Config.IsolationBackoff is on.
+// failure isolation is the duration table's times Backoff.Multiplier to that
+// power, up to Backoff.Max. It is 0 unless Config.Backoff is on.
 // Safe for concurrent use.
 func (s *Strategy) backoffLevel(broker string) int {
 	b, ok := s.policies.isolation.(*backoff)

@@ -46,11 +46,11 @@ func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change .
 	if err != nil {
 		b.Fatal(err)
 	}
-	if cfg.CapacityRecovery == time.Hour || cfg.CapacityRecovery == time.Hour-1 {
+	if cfg.Capacity != nil && (cfg.Capacity.Recovery == time.Hour || cfg.Capacity.Recovery == time.Hour-1) {
 		// Brokers pushed back once, at different times: weights below 1
 		// and unequal, for an hour.
 		n := brokers
-		if cfg.CapacityRecovery != time.Hour {
+		if cfg.Capacity.Recovery != time.Hour {
 			n = 1
 		}
 		for i := range n {
@@ -81,8 +81,8 @@ func withPolicies(c *Config) {
 
 // pushedBackAll and pushedBackOne mark benchRoute's strategy: every
 // broker, or one, pushed back once, below full weight for an hour.
-func pushedBackAll(c *Config) { c.CapacityRecovery = time.Hour }
-func pushedBackOne(c *Config) { c.CapacityRecovery = time.Hour - 1 }
+func pushedBackAll(c *Config) { c.Capacity.Recovery = time.Hour }
+func pushedBackOne(c *Config) { c.Capacity.Recovery = time.Hour - 1 }
 
 var selectCases = []selectCase{
 	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0, nil},

@@ -9,16 +9,16 @@ import (
 	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
-// This file holds the capacity model (Config.CapacityDecrease), the
+// This file holds the capacity model (Config.Capacity), the
 // preset's one account of how much each broker can take.
 //
 // Every broker has a weight w in (0, 1]: 1 while it has room. A busy
 // answer (ClassBusy: SYSTEM_BUSY whatever its remark, TOO_MANY_REQUESTS)
 // or a throttled attempt (ClassThrottled: the client's own flow control
-// refused it) multiplies w by CapacityDecrease, never below capacityFloor,
+// refused it) multiplies w by Capacity.Decrease, never below capacityFloor,
 // so the harder a broker pushes back the lower its weight; w climbs back
-// towards 1 by 1 every CapacityRecovery (additive increase over time, as
-// AIMD's), so a broker is back at full weight at most CapacityRecovery
+// towards 1 by 1 every Capacity.Recovery (additive increase over time, as
+// AIMD's), so a broker is back at full weight at most Capacity.Recovery
 // after its last push-back. Under the model a push-back is capacity, never
 // failure: it isolates nothing, marks nothing unreachable, raises no
 // backoff level and forgives none, and its latency is not recorded (the
@@ -67,38 +67,44 @@ const (
 var capacityPolicy = policyKind{
 	name: "capacity model", ablation: "capacity-model",
 	knobs: []PolicyKnob{
-		policyKnob("capacity_decrease", "0.9", "capacity model: a busy answer or a throttled attempt multiplies the broker's weight (its share of picks) by this, isolating nothing; 0 is off (v5)", true,
-			func(c *Config) *float64 { return &c.CapacityDecrease }),
-		policyKnob("capacity_recovery", "", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 1s", true,
-			func(c *Config) *time.Duration { return &c.CapacityRecovery }),
+		settingKnob("capacity_decrease", "0.9", "capacity model: a busy answer or a throttled attempt multiplies the broker's weight (its share of picks) by this, isolating nothing; 0 is off (v5)",
+			capacitySettings, func(c *CapacityConfig) *float64 { return &c.Decrease }),
+		settingKnob("capacity_recovery", "", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 1s",
+			capacitySettings, func(c *CapacityConfig) *time.Duration { return &c.Recovery }),
 	},
-	on: func(c Config) bool { return c.CapacityDecrease > 0 },
+	on: func(c Config) bool { return c.Capacity != nil && c.Capacity.Decrease > 0 },
 	validate: func(c Config, l *configerr.List) {
-		if d := c.CapacityDecrease; math.IsNaN(d) || d < 0 || d >= 1 {
-			l.Add(invalid("CapacityDecrease", d, "must be in [0, 1) (0 turns the capacity model off)"))
+		if c.Capacity == nil {
+			return
 		}
-		if c.CapacityRecovery < 0 {
-			l.Add(invalid("CapacityRecovery", c.CapacityRecovery, "must not be negative (0 means DefaultCapacityRecovery)"))
+		if d := c.Capacity.Decrease; math.IsNaN(d) || d < 0 || d >= 1 {
+			l.Add(invalid("Capacity.Decrease", d, "must be in [0, 1) (0 turns the capacity model off)"))
+		}
+		if c.Capacity.Recovery < 0 {
+			l.Add(invalid("Capacity.Recovery", c.Capacity.Recovery, "must not be negative (0 means DefaultCapacityRecovery)"))
 		}
 	},
 	install: func(c Config, p *policies) {
-		if c.CapacityDecrease > 0 && c.CapacityDecrease < 1 {
-			rec := c.CapacityRecovery
+		if cc := c.Capacity; cc != nil && cc.Decrease > 0 && cc.Decrease < 1 {
+			rec := cc.Recovery
 			if rec <= 0 {
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: c.CapacityDecrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
 	},
 }
 
+// capacitySettings addresses the capacity model's settings in a Config.
+func capacitySettings(c *Config) **CapacityConfig { return &c.Capacity }
+
 // capacityModel is the model's settings, and its outcome hook.
 type capacityModel struct {
 	decrease float64 // what one push-back multiplies the weight by
-	recU     int64   // CapacityRecovery in stamp units: from 0 to full weight
+	recU     int64   // Capacity.Recovery in stamp units: from 0 to full weight
 	rateQ    uint64  // weight units regained per stamp unit, times 2^32
 }
 
@@ -216,29 +222,30 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
 // and makes the fault update itself, which isolates nothing. A busy answer
 // is an answer: the broker is reachable. A throttled attempt met no broker:
 // its reachability stays as it was. Other classes go to the mode's rules.
-func (m *capacityModel) report(s *Strategy, sl *slot, broker string, o Outcome) (FaultUpdate, bool) {
+func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
+	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
-		now := s.table.seen.Load()
+		now := a.table.seen()
 		sl.cap.observe(now, o.Latency)
 		sl.cap.answered.Store(now)
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
 		return FaultUpdate{}, false
 	}
-	u := FaultUpdate{Broker: broker, Latency: max(o.Latency, 0), Reachable: true}
+	u := FaultUpdate{Broker: a.broker, Latency: max(o.Latency, 0), Reachable: true}
 	if sl == nil {
 		return u, true // fault tolerance off: nothing is recorded
 	}
-	now := s.table.now()
-	s.table.see(now)
-	m.pushBack(&sl.cap, s.table.units(now))
+	now := a.table.now()
+	a.table.see(now)
+	m.pushBack(&sl.cap, a.table.units(now))
 	if o.Class == ClassThrottled {
 		u.Reachable = sl.reachable.Load()
 		return u, true
 	}
 	sl.cap.answered.Store(now)
 	if sl.setReachable(true) {
-		s.table.ver.Add(1)
+		a.table.changed()
 	}
 	return u, true
 }
@@ -380,7 +387,7 @@ func (s *Strategy) Weight(broker string) float64 {
 
 // RoomElsewhere reports whether, under the capacity model, a broker other
 // than broker has room: it is reachable, not isolated, and at full weight
-// (no push-back within CapacityRecovery). A retry of broker's busy answer
+// (no push-back within Capacity.Recovery). A retry of broker's busy answer
 // can only find room on such a broker; when there is none, every broker
 // left is refusing the excess and a retry takes the room a first attempt
 // would have had. It reports true when the model is off, or when the table

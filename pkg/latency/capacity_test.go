@@ -125,7 +125,7 @@ func TestCapacityEqualSpread(t *testing.T) {
 // TestCapacityBusyLowersShareBriefly: a broker that answers busy loses its
 // share of first attempts at once, is never isolated or marked
 // unreachable for it, and has its round-robin share back within
-// CapacityRecovery of its last busy answer.
+// Capacity.Recovery of its last busy answer.
 func TestCapacityBusyLowersShareBriefly(t *testing.T) {
 	r := newPresetRig(t, 4, 4)
 	hot := "b1"
@@ -397,9 +397,9 @@ func TestCapacityConfig(t *testing.T) {
 		rec time.Duration
 	}{{-0.1, 0}, {1, 0}, {1.5, 0}, {0.5, -time.Second}} {
 		cfg := latency.Reference5()
-		cfg.CapacityDecrease, cfg.CapacityRecovery = c.dec, c.rec
+		cfg.Capacity = &latency.CapacityConfig{Decrease: c.dec, Recovery: c.rec}
 		if err := cfg.Validate(); err == nil {
-			t.Errorf("CapacityDecrease %v, CapacityRecovery %v: Validate() = nil, want an error", c.dec, c.rec)
+			t.Errorf("Capacity.Decrease %v, Capacity.Recovery %v: Validate() = nil, want an error", c.dec, c.rec)
 		}
 	}
 }
@@ -455,7 +455,7 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 // TestRoomElsewhere checks Strategy.RoomElsewhere: under the capacity model a
 // broker's busy answer leaves room elsewhere while another broker is at
 // full weight, and none once every other broker pushed back within
-// CapacityRecovery; room comes back when their weights recover. With the
+// Capacity.Recovery; room comes back when their weights recover. With the
 // model off there is always room.
 func TestRoomElsewhere(t *testing.T) {
 	r := newPresetRig(t, 3, 4)
@@ -489,7 +489,7 @@ func TestRoomElsewhere(t *testing.T) {
 		t.Error("RoomElsewhere(b0) = false a recovery period after the push-backs, want true")
 	}
 
-	off := newPresetRig(t, 2, 4, func(c *latency.Config) { c.CapacityDecrease = 0 })
+	off := newPresetRig(t, 2, 4, func(c *latency.Config) { c.Capacity = nil })
 	for range 8 {
 		p, _ := off.s.Select(off.info, latency.PickInfo{})
 		p.Done(pushedBack())

@@ -37,35 +37,17 @@ type Config struct {
 	// Filters are user filters joined into the cascade (see Strategy.Select).
 	Filters []route.QueueFilter
 
-	// The policies past the reference (DESIGN.md section 4) follow. Each is
-	// off at its zero value, as in Reference5 and Reference4, and
-	// DefaultConfig turns each on. They extend mode v5 only (a v4 strategy,
-	// which reproduces 4.9.8, ignores them).
+	// The policies past the reference (DESIGN.md section 4) follow, each
+	// one's settings in a struct of its own (the probe-failure rule, a
+	// switch, is a bool). Each is off when nil (false), as in Reference5
+	// and Reference4, and DefaultConfig turns each on. They extend mode v5
+	// only (a v4 strategy, which reproduces 4.9.8, ignores them).
 
-	// MaxIsolatedFraction caps the share of a route's brokers that picks
-	// avoid as isolated at once (Envoy's max ejection percent): of n brokers
-	// at most ceil(MaxIsolatedFraction x n), at least one. When the fault
-	// table isolates more, the least bad of them (POLICIES.md gives the
-	// order) count as available in the cascade's first stage; a retry still
-	// prefers a broker nothing isolates. The table, its items and events are
-	// unchanged. 0 turns the cap off (so does 1); otherwise in (0, 1].
-	MaxIsolatedFraction float64
-	// IsolationBackoff lengthens the isolation of repeat offenders (Envoy
-	// and gRPC outlier detection): a broker's failure isolation is the
-	// duration table's times IsolationBackoff for every earlier failure
-	// isolation of it that successes have not yet forgiven (the level), up
-	// to MaxIsolation. A failure starts a failure isolation, and raises the
-	// level, only when the broker is not already isolated by a failure, so a
-	// burst of sends failing on one outage counts once. 0 turns it off;
-	// otherwise it is at least 1.
-	IsolationBackoff float64
-	// MaxIsolation bounds an isolation the backoff lengthened; it never
-	// shortens the duration table's own. Positive when IsolationBackoff is on.
-	MaxIsolation time.Duration
-	// BackoffDecay is how many answered sends that isolate nothing forgive
-	// one failure isolation (lower the level by one). At least 1 when
-	// IsolationBackoff is on.
-	BackoffDecay int
+	// IsolationCap caps the share of a route's brokers that picks avoid as
+	// isolated at once (isolationcap.go).
+	IsolationCap *IsolationCapConfig
+	// Backoff lengthens the isolation of repeat offenders (backoff.go).
+	Backoff *BackoffConfig
 	// ProbeFailures makes a failed detector probe (any error but
 	// probe.ErrInconclusive, a timeout included) mark the broker unreachable,
 	// unless (with the capacity model on) a send of it was answered, busy
@@ -74,35 +56,84 @@ type Config struct {
 	// With the detector on it also makes the v5 cascade's first stage take
 	// only reachable brokers (policy.go's reachableFirstPolicy).
 	ProbeFailures bool
-	// CapacityDecrease turns on the capacity model (capacity.go): each
-	// broker has a weight in (0, 1], and a busy answer (any remark) or a
-	// throttled attempt multiplies it by CapacityDecrease (at least 1/32
-	// is left) instead of isolating the broker; a broker below full weight
-	// loses its share of first-stage picks (first attempts and retries) to
-	// a second candidate of higher weight, in proportion, and brokers of
-	// equal weight keep round robin's spread. It trades how fast the share
-	// leaves a broker that pushes back (lower: faster, after fewer busy
-	// answers) against how much a broker that pushed back once, a stall or
-	// a restart, loses meanwhile (higher: less). The push-back isolates
-	// nothing, marks nothing unreachable and is not recorded as latency.
-	// 0 turns it off; otherwise in (0, 1).
-	CapacityDecrease float64
-	// CapacityRecovery is how long a broker's weight takes to climb from 0
-	// back to 1 (linearly) after its last push-back, so at most this long
-	// after it, it is at full weight. It trades how soon a broker that had
-	// no room gets its share back (shorter) against how many busy answers
-	// a broker still short of room gives before its weight falls again
+	// Recovery is the sustained recovery rule (recovery.go), which cuts an
+	// isolation the backoff lengthened once probes have answered for a
+	// while.
+	Recovery *RecoveryConfig
+	// Capacity is the capacity model (capacity.go): each broker's weight,
+	// its share of picks, falls when it pushes back.
+	Capacity *CapacityConfig
+}
+
+// IsolationCapConfig is the isolation cap's settings (Config.IsolationCap).
+type IsolationCapConfig struct {
+	// MaxFraction caps the share of a route's brokers that picks avoid as
+	// isolated at once (Envoy's max ejection percent): of n brokers at most
+	// ceil(MaxFraction x n), at least one. When the fault table isolates
+	// more, the least bad of them (POLICIES.md gives the order) count as
+	// available in the cascade's first stage; a retry still prefers a
+	// broker nothing isolates. The table, its items and events are
+	// unchanged. In [0, 1]; 0 (a file's max_isolated_fraction: 0) and 1
+	// turn the cap off.
+	MaxFraction float64
+}
+
+// BackoffConfig is the backoff's settings (Config.Backoff).
+type BackoffConfig struct {
+	// Multiplier lengthens the isolation of repeat offenders (Envoy and
+	// gRPC outlier detection): a broker's failure isolation is the duration
+	// table's times Multiplier for every earlier failure isolation of it
+	// that successes have not yet forgiven (the level), up to Max. A
+	// failure starts a failure isolation, and raises the level, only when
+	// the broker is not already isolated by a failure, so a burst of sends
+	// failing on one outage counts once. At least 1; 0 (a file's
+	// isolation_backoff: 0) turns the backoff off.
+	Multiplier float64
+	// Max bounds an isolation the backoff lengthened; it never shortens
+	// the duration table's own. Positive when Multiplier is on.
+	Max time.Duration
+	// Decay is how many answered sends that isolate nothing forgive one
+	// failure isolation (lower the level by one). At least 1 when
+	// Multiplier is on.
+	Decay int
+}
+
+// RecoveryConfig is the sustained recovery rule's settings
+// (Config.Recovery).
+type RecoveryConfig struct {
+	// After turns on the sustained recovery rule (recovery.go): a failure
+	// isolation the backoff lengthened is cut to what the duration table
+	// alone gave once the detector's probes have answered, every one, for
+	// After since the failure that began it; never when the broker
+	// answered busy or slowly within one failure isolation before; once per
+	// recovery (recovery.go describes the trial that follows a cut). It
+	// takes effect with the backoff and the detector on. Not negative; 0
+	// (a file's recovered_after: 0) turns the rule off.
+	After time.Duration
+}
+
+// CapacityConfig is the capacity model's settings (Config.Capacity).
+type CapacityConfig struct {
+	// Decrease turns on the capacity model (capacity.go): each broker has
+	// a weight in (0, 1], and a busy answer (any remark) or a throttled
+	// attempt multiplies it by Decrease (at least 1/32 is left) instead of
+	// isolating the broker; a broker below full weight loses its share of
+	// first-stage picks (first attempts and retries) to a second candidate
+	// of higher weight, in proportion, and brokers of equal weight keep
+	// round robin's spread. It trades how fast the share leaves a broker
+	// that pushes back (lower: faster, after fewer busy answers) against
+	// how much a broker that pushed back once, a stall or a restart, loses
+	// meanwhile (higher: less). The push-back isolates nothing, marks
+	// nothing unreachable and is not recorded as latency. In (0, 1); 0 (a
+	// file's capacity_decrease: 0) turns the model off.
+	Decrease float64
+	// Recovery is how long a broker's weight takes to climb from 0 back to
+	// 1 (linearly) after its last push-back, so at most this long after
+	// it, it is at full weight. It trades how soon a broker that had no
+	// room gets its share back (shorter) against how many busy answers a
+	// broker still short of room gives before its weight falls again
 	// (longer: fewer). 0 means DefaultCapacityRecovery (1 s); not negative.
-	CapacityRecovery time.Duration
-	// RecoveredAfter turns on the sustained recovery rule (recovery.go): a
-	// failure isolation the backoff lengthened is cut to what the duration
-	// table alone gave once the detector's probes have answered, every one,
-	// for RecoveredAfter since the failure that began it; never when the
-	// broker answered busy or slowly within one failure isolation before;
-	// once per recovery (recovery.go describes the trial that follows a
-	// cut). It takes effect with the backoff and the detector on. 0 turns it
-	// off; otherwise positive.
-	RecoveredAfter time.Duration
+	Recovery time.Duration
 }
 
 // Reference5 returns RocketMQ 5.3.3's defaults exactly: mode v5, fault
@@ -131,11 +162,11 @@ func Reference4() Config {
 // 5.3.3 semantics with fault tolerance and the detector on (DetectParallel
 // 16; DetectPeriod and DetectInterval 1 s, so a broker back from an outage
 // gets first attempts again within about a second), and the policies past
-// the reference on: MaxIsolatedFraction 0.5; IsolationBackoff 2 with
-// MaxIsolation 60 s and BackoffDecay 1000; ProbeFailures; CapacityDecrease
-// 0.75 with CapacityRecovery 1 s; RecoveredAfter 3 s. Each field's doc says
-// what it does; pkg/latency/POLICIES.md justifies each value with the
-// simulator's results.
+// the reference on: the isolation cap at MaxFraction 0.5; the backoff at
+// Multiplier 2 with Max 60 s and Decay 1000; ProbeFailures; the capacity
+// model at Decrease 0.75 with Recovery 1 s; the recovery rule at After 3 s.
+// Each field's doc says what it does; pkg/latency/POLICIES.md justifies each
+// value with the simulator's results. Each call returns new policy structs.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true
@@ -143,14 +174,11 @@ func DefaultConfig() Config {
 	c.DetectParallel = 16
 	c.DetectPeriod = time.Second
 	c.DetectInterval = time.Second
-	c.MaxIsolatedFraction = 0.5
-	c.IsolationBackoff = 2
-	c.MaxIsolation = 60 * time.Second
-	c.BackoffDecay = 1000
+	c.IsolationCap = &IsolationCapConfig{MaxFraction: 0.5}
+	c.Backoff = &BackoffConfig{Multiplier: 2, Max: 60 * time.Second, Decay: 1000}
 	c.ProbeFailures = true
-	c.CapacityDecrease = DefaultCapacityDecrease
-	c.CapacityRecovery = DefaultCapacityRecovery
-	c.RecoveredAfter = 3 * time.Second
+	c.Capacity = &CapacityConfig{Decrease: DefaultCapacityDecrease, Recovery: DefaultCapacityRecovery}
+	c.Recovery = &RecoveryConfig{After: 3 * time.Second}
 	return c
 }
 

@@ -218,11 +218,11 @@ func TestConfigValidate(t *testing.T) {
 		{"nil step table", func(c *latency.Config) { c.Durations = (*latency.StepTable)(nil) }, "Durations"},
 		{"nil duration func", func(c *latency.Config) { c.Durations = latency.DurationTableFunc(nil) }, "Durations"},
 		{"custom table", func(c *latency.Config) { c.Durations = latency.MustStepTable(msd(1), msd(1)) }, ""},
-		{"negative recovered after", func(c *latency.Config) { c.RecoveredAfter = -time.Second }, "RecoveredAfter"},
-		{"capacity decrease of 1", func(c *latency.Config) { c.CapacityDecrease = 1 }, "CapacityDecrease"},
-		{"negative capacity recovery", func(c *latency.Config) { c.CapacityRecovery = -time.Second }, "CapacityRecovery"},
-		{"capacity model", func(c *latency.Config) { c.CapacityDecrease, c.CapacityRecovery = 0.5, time.Second }, ""},
-		{"recovered after without the backoff", func(c *latency.Config) { c.RecoveredAfter = time.Second }, ""},
+		{"negative recovered after", func(c *latency.Config) { c.Recovery = &latency.RecoveryConfig{After: -time.Second} }, "Recovery.After"},
+		{"capacity decrease of 1", func(c *latency.Config) { c.Capacity = &latency.CapacityConfig{Decrease: 1} }, "Capacity.Decrease"},
+		{"negative capacity recovery", func(c *latency.Config) { c.Capacity = &latency.CapacityConfig{Recovery: -time.Second} }, "Capacity.Recovery"},
+		{"capacity model", func(c *latency.Config) { c.Capacity = &latency.CapacityConfig{Decrease: 0.5, Recovery: time.Second} }, ""},
+		{"recovered after without the backoff", func(c *latency.Config) { c.Recovery = &latency.RecoveryConfig{After: time.Second} }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,17 +392,17 @@ func TestConfigValidateEveryProblem(t *testing.T) {
 	cfg := latency.DefaultConfig()
 	cfg.DetectTimeout = -time.Second
 	cfg.DetectParallel = 0
-	cfg.MaxIsolatedFraction = 2
-	cfg.IsolationBackoff = 0.5
-	cfg.MaxIsolation = 0 // fine while the backoff is invalid: not reported
-	cfg.BackoffDecay = -1
+	cfg.IsolationCap.MaxFraction = 2
+	cfg.Backoff.Multiplier = 0.5
+	cfg.Backoff.Max = 0 // fine while the backoff is invalid: not reported
+	cfg.Backoff.Decay = -1
 	err := cfg.Validate()
 	want := []string{
 		"latency: DetectTimeout = -1s: must be positive",
 		"latency: DetectParallel = 0: must be at least 1",
-		"latency: MaxIsolatedFraction = 2: must be in [0, 1] (0 turns the cap off)",
-		"latency: IsolationBackoff = 0.5: must be 0 (off) or a finite multiplier of at least 1",
-		"latency: BackoffDecay = -1: must not be negative",
+		"latency: IsolationCap.MaxFraction = 2: must be in [0, 1] (0 turns the cap off)",
+		"latency: Backoff.Multiplier = 0.5: must be 0 (off) or a finite multiplier of at least 1",
+		"latency: Backoff.Decay = -1: must not be negative",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Fatalf("Validate() =\n%v\nwant\n%s", err, strings.Join(want, "\n"))
@@ -413,11 +413,11 @@ func TestConfigValidateEveryProblem(t *testing.T) {
 	}
 
 	cfg = latency.DefaultConfig()
-	cfg.MaxIsolation = 0
-	cfg.BackoffDecay = 0
+	cfg.Backoff.Max = 0
+	cfg.Backoff.Decay = 0
 	err = cfg.Validate()
-	if !errors.As(err, &ce) || ce.Field != "MaxIsolation" || ce.Related != "IsolationBackoff" || strings.Count(err.Error(), "\n") != 1 {
-		t.Errorf("Validate() = %v, want MaxIsolation and BackoffDecay, related to IsolationBackoff", err)
+	if !errors.As(err, &ce) || ce.Field != "Backoff.Max" || ce.Related != "Backoff.Multiplier" || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("Validate() = %v, want Backoff.Max and Backoff.Decay, related to Backoff.Multiplier", err)
 	}
 
 	_, err = latency.NewStepTable(msd(2, 1, -1), msd(1, -1))

@@ -46,7 +46,7 @@ type detector struct {
 	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable, unless a send of it was answered within interval
 	obs      Observer
 	log      *slog.Logger
-	// recoveredAfter is Config.RecoveredAfter: probes answering that long
+	// recoveredAfter is Config.Recovery.After: probes answering that long
 	// cut a lengthened isolation, with the rule's guards (recovery.go).
 	recoveredAfter time.Duration
 
@@ -74,7 +74,7 @@ type detectorConfig struct {
 	Logger        *slog.Logger // nil means slog.Default()
 	// RecoveredAfter, when positive, makes probes that have answered that
 	// long since a lengthened failure isolation began cut it, once per
-	// recovery (Config.RecoveredAfter). The rule's guard against busy or
+	// recovery (Config.Recovery.After). The rule's guard against busy or
 	// slow brokers needs a Strategy's outcome hook: a detector without one
 	// applies the others only.
 	RecoveredAfter time.Duration

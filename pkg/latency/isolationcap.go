@@ -57,31 +57,39 @@ func capLimit(frac float64, n int) int {
 	return max(1, int(math.Ceil(frac*float64(n)-1e-9)))
 }
 
-// capConfig is the isolation cap's section of Config.
-type capConfig struct {
-	MaxFraction float64 // Config.MaxIsolatedFraction; 0 (or 1) turns it off
-}
-
-func capSection(c Config) capConfig { return capConfig{MaxFraction: c.MaxIsolatedFraction} }
-
 // isolationCapPolicy registers the cap (policy.go).
 var isolationCapPolicy = policyKind{
 	name: "isolation cap", ablation: "isolation-cap",
 	knobs: []PolicyKnob{
-		policyKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)", true,
-			func(c *Config) *float64 { return &c.MaxIsolatedFraction }),
+		settingKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
+			func(c *Config) **IsolationCapConfig { return &c.IsolationCap }, func(s *IsolationCapConfig) *float64 { return &s.MaxFraction }),
 	},
-	on: func(c Config) bool { f := c.MaxIsolatedFraction; return f > 0 && f < 1 },
+	on: func(c Config) bool { return capFraction(c) > 0 },
 	validate: func(c Config, l *configerr.List) {
-		if f := capSection(c).MaxFraction; math.IsNaN(f) || f < 0 || f > 1 {
-			l.Add(invalid("MaxIsolatedFraction", f, "must be in [0, 1] (0 turns the cap off)"))
+		if c.IsolationCap == nil {
+			return
+		}
+		if f := c.IsolationCap.MaxFraction; math.IsNaN(f) || f < 0 || f > 1 {
+			l.Add(invalid("IsolationCap.MaxFraction", f, "must be in [0, 1] (0 turns the cap off)"))
 		}
 	},
 	install: func(c Config, p *policies) {
-		if f := capSection(c).MaxFraction; f > 0 && f < 1 {
+		if f := capFraction(c); f > 0 {
 			p.release = isolationCap{fraction: f}
 		}
 	},
+}
+
+// capFraction is the cap's fraction in c when the cap is on (in (0, 1)),
+// else 0.
+func capFraction(c Config) float64 {
+	if c.IsolationCap == nil {
+		return 0
+	}
+	if f := c.IsolationCap.MaxFraction; f > 0 && f < 1 {
+		return f
+	}
+	return 0
 }
 
 // isolationCap is the cap's release hook.
@@ -170,7 +178,7 @@ func (c *capState) recompute(t *FaultTable) *capView {
 }
 
 // fill computes which isolated brokers stay in service: when more than limit
-// are isolated, all but the limit worst (see worseFirst). Caller must hold
+// are isolated, all but the limit worst (worseRules). Caller must hold
 // busy.
 func (c *capState) fill(v *capView) {
 	c.ranks = c.ranks[:0]
@@ -223,42 +231,49 @@ type rankKey struct {
 }
 
 // worseFirst orders isolated brokers from the one most worth avoiding to the
-// least, each key weighing more than the next:
-//
-//  1. isolated by a failure before isolated for latency only: a slow broker
-//     still stores messages, a failing one does not;
-//  2. unreachable before reachable: a broker that a transport error or a
-//     failed probe found unreachable fails the next send too, while one
-//     whose probe answered since (it recovered, or it is only
-//     flow-controlled) may well store it;
-//  3. the slower last send, graded by the duration table (the isolation it
-//     gives that latency): a failure that took its whole attempt timeout
-//     (a blackhole) costs the next send that time as well, while a refused
-//     connection or a SYSTEM_BUSY answer costs a millisecond and a retry;
-//  4. the longer remaining isolation: the table's own judgement of the last
-//     outcome, repeat offenders' backoff included;
-//  5. the higher latency; then the name, so the order is total.
-//
-// The order was chosen with the simulator (pkg/latency/POLICIES.md):
-// putting the second key after the third kept a recovered broker, whose
-// probe answered, isolated behind brokers that were still failing.
+// least: by the first of worseRules that tells them apart.
 func worseFirst(a, b rankKey) int {
-	if c := trueFirst(a.failed, b.failed); c != 0 {
-		return c
+	for i := range worseRules {
+		if c := worseRules[i].compare(a, b); c != 0 {
+			return c
+		}
 	}
-	if c := trueFirst(a.unreachable, b.unreachable); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.slowness, a.slowness); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.until, a.until); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(b.latency, a.latency); c != 0 {
-		return c
-	}
-	return strings.Compare(a.name, b.name)
+	return 0
+}
+
+// worseRule is one rule of the cap's order: compare is negative when a is
+// worse (more worth avoiding) than b, positive when b is, 0 when the rule
+// cannot tell them apart.
+type worseRule struct {
+	name    string
+	compare func(a, b rankKey) int
+}
+
+// worseRules are the cap's release rules: of a route's isolated brokers,
+// fill keeps the limit worst avoided and releases the rest, worse as the
+// first rule that tells two apart says, each rule weighing more than the
+// next. The order was chosen with the simulator (pkg/latency/POLICIES.md):
+// putting "unreachable" after "slower" kept a recovered broker, whose probe
+// answered, isolated behind brokers that were still failing.
+var worseRules = []worseRule{
+	// A slow broker still stores messages, a failing one does not.
+	{"failed before slow", func(a, b rankKey) int { return trueFirst(a.failed, b.failed) }},
+	// A broker that a transport error or a failed probe found unreachable
+	// fails the next send too, while one whose probe answered since (it
+	// recovered, or it is only flow-controlled) may well store it.
+	{"unreachable before reachable", func(a, b rankKey) int { return trueFirst(a.unreachable, b.unreachable) }},
+	// The slower last send, graded by the duration table (the isolation
+	// it gives that latency): a failure that took its whole attempt
+	// timeout (a blackhole) costs the next send that time as well, while a
+	// refused connection or a SYSTEM_BUSY answer costs a millisecond and a
+	// retry.
+	{"slower last send", func(a, b rankKey) int { return cmp.Compare(b.slowness, a.slowness) }},
+	// The table's own judgement of the last outcome, repeat offenders'
+	// backoff included.
+	{"longer remaining isolation", func(a, b rankKey) int { return cmp.Compare(b.until, a.until) }},
+	{"higher latency", func(a, b rankKey) int { return cmp.Compare(b.latency, a.latency) }},
+	// So that the order is total.
+	{"name", func(a, b rankKey) int { return strings.Compare(a.name, b.name) }},
 }
 
 // trueFirst orders true before false.

@@ -171,9 +171,12 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 			return u
 		}
 	}
-	for _, h := range s.policies.outcomes {
-		if u, ok := h.report(s, live, broker, o); ok {
-			return u
+	if len(s.policies.outcomes) != 0 {
+		a := attempt{broker: broker, slot: live, table: tableTime{t: s.table, durations: &s.durations}}
+		for _, h := range s.policies.outcomes {
+			if u, ok := h.report(a, o); ok {
+				return u
+			}
 		}
 	}
 	u := s.spec.rules.update(broker, o, s.detectorOn.Load())

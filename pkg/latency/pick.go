@@ -122,7 +122,7 @@ func Stages() []Stage {
 // least-bad broker in v4). With no user filters this is exactly the
 // reference's cascade.
 //
-// With the isolation cap on (Config.MaxIsolatedFraction), a broker that the
+// With the isolation cap on (Config.IsolationCap), a broker that the
 // fault table isolates but the cap keeps in service counts as available in
 // stage (1), except that a retry (in.LastBroker set) first makes a pass for
 // a broker nothing isolates.

@@ -3,6 +3,7 @@ package latency
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,23 +13,24 @@ import (
 // The policies past the reference (DESIGN.md section 4) are the five that
 // policyKinds, the registry, lists, each in its own file:
 //
-//   - the isolation cap (isolationcap.go, Config.MaxIsolatedFraction): a
-//     release hook that keeps the least bad isolated brokers of a route in
-//     service when too many of them are isolated;
-//   - the backoff for repeat offenders (backoff.go, Config.IsolationBackoff):
-//     the isolation hook;
-//   - the sustained recovery rule (recovery.go, Config.RecoveredAfter): an
+//   - the isolation cap (isolationcap.go, Config.IsolationCap): a release
+//     hook that keeps the least bad isolated brokers of a route in service
+//     when too many of them are isolated;
+//   - the backoff for repeat offenders (backoff.go, Config.Backoff): the
+//     isolation hook;
+//   - the sustained recovery rule (recovery.go, Config.Recovery): an
 //     outcome hook, read by the detector;
 //   - reachable first (reachableFirstPolicy, below: Config.Detector with
 //     Config.ProbeFailures): a switch the v5 cascade's first stage reads;
-//   - the capacity model (capacity.go, Config.CapacityDecrease): an outcome
-//     hook that makes the fault update of a push-back itself, and the
-//     weights the v5 cascade's first stage reads on the pick path.
+//   - the capacity model (capacity.go, Config.Capacity): an outcome hook
+//     that makes the fault update of a push-back itself, and the weights
+//     the v5 cascade's first stage reads on the pick path.
 //
 // The probe-failure rule is one switch of the detector (Config.ProbeFailures).
-// Each is off at its Config zero value, so Reference5 and Reference4 decide
-// exactly as RocketMQ does; DefaultConfig turns them on. They extend mode v5
-// (a v4 strategy, which reproduces 4.9.8, ignores them).
+// Each is off at its Config zero value (nil settings, or false), so
+// Reference5 and Reference4 decide exactly as RocketMQ does; DefaultConfig
+// turns them on. They extend mode v5 (a v4 strategy, which reproduces
+// 4.9.8, ignores them).
 //
 // A policy's file holds its checks and its hooks; the strategy calls each
 // kind of hook at a single point, as grpc-go's outlier detection wraps a
@@ -38,16 +40,19 @@ import (
 //     and what an answered send that isolates nothing forgives;
 //   - a release hook, on pick: per route, which brokers the fault table
 //     isolates but picks may still use;
-//   - outcome hooks, on Report, in policyKinds' order, with the broker's
-//     slot: what an attempt's outcome does before (or instead of) the mode's
-//     update rules.
+//   - outcome hooks, on Report, in policyKinds' order, with the attempt
+//     (the broker, its slot and the fault table's time, nothing else of the
+//     strategy): what an attempt's outcome does before (or instead of) the
+//     mode's update rules.
 //
 // A policy's registry entry (its policyKind) names it and its ablation,
-// lists its knobs (file key, doc, field, whether the off switch zeroes it)
-// and says when its own setting is on; pkg/config's knob table and pkg/sim's
-// ablations are derived from it (Policies), so adding a policy touches its
-// file, its fields in Config (config.go), one line in policyKinds and, when
-// it keeps per-broker state, that state's field in table.go's slot.
+// lists its knobs (file key, doc, field) and says when its own setting is
+// on; pkg/config's knob table and pkg/sim's ablations are derived from it
+// (Policies). A policy's settings are a struct of its own behind a pointer
+// field of Config, nil when it is off, and its per-broker state a type of
+// its own in table.go's slot; so adding a policy touches its file, its
+// settings' field in Config (config.go), one line in policyKinds and, when
+// it keeps per-broker state, that state's field in the slot.
 
 // policyKind is one policy's registry entry: its names, its knobs, when its
 // own setting is on, what it checks in a Config, and how it installs its
@@ -57,7 +62,7 @@ type policyKind struct {
 	name     string       // in words: "isolation cap" (an ablation's label)
 	ablation string       // the ablation's short name: "isolation-cap"
 	requires []string     // the ablations whose policies this one takes effect with
-	knobs    []PolicyKnob // in knob-table order; those with Off make the off switch
+	knobs    []PolicyKnob // in knob-table order
 	on       func(Config) bool
 	validate func(Config, *configerr.List) // adds every problem of the policy's settings
 	install  func(Config, *policies)
@@ -91,22 +96,23 @@ type Policy struct {
 // aside).
 func (p Policy) On(c Config) bool { return p.on(c) }
 
-// Off switches the policy off in c: it sets every knob whose Off is true to
-// its zero value, and changes nothing else.
+// Off switches the policy off in c: it sets the Config fields that hold its
+// settings (OffFields) to nil (false), and changes nothing else.
 func (p Policy) Off(c *Config) {
-	for _, k := range p.Knobs {
-		if k.Off {
-			k.zero(c)
-		}
+	v := reflect.ValueOf(c).Elem()
+	for _, f := range p.OffFields() {
+		v.FieldByName(f).SetZero()
 	}
 }
 
-// OffFields returns the Config fields Off changes ("MaxIsolatedFraction").
+// OffFields returns the Config fields that hold the policy's settings, which
+// Off clears ("IsolationCap").
 func (p Policy) OffFields() []string {
 	var out []string
 	for _, k := range p.Knobs {
-		if k.Off {
-			out = append(out, k.Field)
+		f, _, _ := strings.Cut(k.Field, ".")
+		if !slices.Contains(out, f) {
+			out = append(out, f)
 		}
 	}
 	return out
@@ -117,45 +123,83 @@ func (p Policy) OffFields() []string {
 type PolicyKnob struct {
 	// Key is its key in a configuration file ("max_isolated_fraction").
 	Key string
-	// Field is the name of the Config field it binds ("MaxIsolatedFraction").
+	// Field is the path in Config of the field it binds
+	// ("IsolationCap.MaxFraction"); Validate's errors name it.
 	Field string
 	// Doc says what it does, in one line.
 	Doc string
 	// Example is a valid value a parse error shows ("0.5"); empty for
 	// knobs whose kind needs none.
 	Example string
-	// Off is true when the policy's off switch sets it to its zero value.
-	Off bool
 
-	ptr  func(*Config) any
-	zero func(*Config)
+	get func(Config) any
+	set func(*Config, any)
 }
 
-// Bind returns a pointer to the knob's field in c: a *float64, *int,
-// *bool or *time.Duration.
-func (k PolicyKnob) Bind(c *Config) any { return k.ptr(c) }
+// Get returns the knob's value in c: a float64, int, bool or
+// time.Duration, the zero value when c has no settings for the policy
+// (it is off).
+func (k PolicyKnob) Get(c Config) any { return k.get(c) }
 
-// policyKnob binds a knob to the field ptr returns; off says whether the
-// policy's off switch zeroes it.
-func policyKnob[T float64 | int | bool | time.Duration](key, example, doc string, off bool, ptr func(*Config) *T) PolicyKnob {
-	return PolicyKnob{Key: key, Field: configField(func(c *Config) any { return ptr(c) }), Doc: doc, Example: example, Off: off,
-		ptr:  func(c *Config) any { return ptr(c) },
-		zero: func(c *Config) { var z T; *ptr(c) = z }}
+// Set sets the knob's value in c to v, of the type Get returns (Set panics
+// on another). It first gives c settings of the policy of its own, a copy
+// (so a Config copied before does not change) or, when c has none, zero
+// ones; but setting a zero value where c has none leaves c as it is (the
+// policy off).
+func (k PolicyKnob) Set(c *Config, v any) { k.set(c, v) }
+
+// knobKind is what a policy knob may hold.
+type knobKind interface {
+	float64 | int | bool | time.Duration
 }
 
-// configField returns the name of the Config field ptr addresses, found by
-// address in a zero Config; it panics (at package init) when ptr addresses
-// none.
-func configField(ptr func(*Config) any) string {
-	var c Config
-	addr := reflect.ValueOf(ptr(&c)).Pointer()
-	v := reflect.ValueOf(&c).Elem()
+// settingKnob binds a knob to the field that field addresses in the
+// policy's settings S, which settings addresses in a Config.
+func settingKnob[S any, T knobKind](key, example, doc string, settings func(*Config) **S, field func(*S) *T) PolicyKnob {
+	return PolicyKnob{Key: key, Field: fieldName(settings) + "." + fieldName(field), Doc: doc, Example: example,
+		get: func(c Config) any {
+			if s := *settings(&c); s != nil {
+				return *field(s)
+			}
+			var zero T
+			return zero
+		},
+		set: func(c *Config, v any) {
+			x, p := v.(T), settings(c)
+			var zero T
+			switch {
+			case *p != nil:
+				cp := **p
+				*p = &cp
+			case x == zero:
+				return
+			default:
+				*p = new(S)
+			}
+			*field(*p) = x
+		}}
+}
+
+// switchKnob binds a knob to a bool field of Config, ptr's.
+func switchKnob(key, doc string, ptr func(*Config) *bool) PolicyKnob {
+	return PolicyKnob{Key: key, Field: fieldName(ptr), Doc: doc,
+		get: func(c Config) any { return *ptr(&c) },
+		set: func(c *Config, v any) { *ptr(c) = v.(bool) }}
+}
+
+// fieldName returns the name of the exported field of S that ptr addresses,
+// found by address in a zero S; it panics (at package init) when ptr
+// addresses none.
+func fieldName[S, T any](ptr func(*S) *T) string {
+	var s S
+	addr := reflect.ValueOf(ptr(&s)).Pointer()
+	v := reflect.ValueOf(&s).Elem()
 	for i := range v.NumField() {
 		if v.Field(i).Addr().Pointer() == addr && v.Type().Field(i).IsExported() {
 			return v.Type().Field(i).Name
 		}
 	}
-	panic("latency: a policy knob binds no field of Config")
+	panic("latency: a policy knob binds no field of " + v.Type().Name())
 }
 
 // Policies returns the registry's policies in order. Each call returns new
@@ -207,7 +251,7 @@ func validatePolicies(c Config, l *configerr.List) {
 var reachableFirstPolicy = policyKind{
 	name: "probe failures", ablation: "probe-failures", requires: []string{"detector"},
 	knobs: []PolicyKnob{
-		policyKnob("probe_failures", "", "a failed detector probe marks the broker unreachable (v5)", true,
+		switchKnob("probe_failures", "a failed detector probe marks the broker unreachable (v5)",
 			func(c *Config) *bool { return &c.ProbeFailures }),
 	},
 	on:       func(c Config) bool { return c.ProbeFailures },
@@ -231,12 +275,50 @@ type isolationHook interface {
 }
 
 // outcomeHook is told of every outcome reported through a pick (Report),
-// before the mode's update rules, with the broker's slot Report found once
-// (nil while fault tolerance is off). It returns ok=true when it made the
-// fault update itself (the rules and the later hooks are then skipped),
-// with the update made. It must not block or allocate.
+// before the mode's update rules, with the attempt: the broker, the slot
+// Report found once for it, and the fault table's time; it is given
+// nothing else of the strategy. It returns ok=true when it made the fault
+// update itself (the rules and the later hooks are then skipped), with the
+// update made. It must not block or allocate.
 type outcomeHook interface {
-	report(s *Strategy, sl *slot, broker string, o Outcome) (u FaultUpdate, ok bool)
+	report(a attempt, o Outcome) (u FaultUpdate, ok bool)
+}
+
+// attempt is what an outcome hook is told of the attempt besides its
+// outcome.
+type attempt struct {
+	broker string
+	slot   *slot     // the broker's slot; nil while fault tolerance is off
+	table  tableTime // the fault table's time, and its change counter
+}
+
+// tableTime is the part of the strategy an outcome hook may use: the fault
+// table's clock, its last seen time (FaultTable.see), the capacity model's
+// stamp units, the table's change counter, and the duration table. Its
+// methods take no lock and allocate nothing; safe for concurrent use.
+type tableTime struct {
+	t         *FaultTable
+	durations *atomic.Pointer[durationsBox]
+}
+
+// now reads the table's clock (table time).
+func (tt tableTime) now() int64 { return tt.t.now() }
+
+// seen is the latest table time an outcome was reported at.
+func (tt tableTime) seen() int64 { return tt.t.seen.Load() }
+
+// see raises the table's last seen time to now.
+func (tt tableTime) see(now int64) { tt.t.see(now) }
+
+// units is table time now in the capacity model's stamp units.
+func (tt tableTime) units(now int64) int64 { return tt.t.units(now) }
+
+// changed tells the table that a slot changed what picks read (its ver).
+func (tt tableTime) changed() { tt.t.ver.Add(1) }
+
+// isolation is the duration table's isolation for latency d.
+func (tt tableTime) isolation(d time.Duration) time.Duration {
+	return tt.durations.Load().t.Isolation(d)
 }
 
 // releaseHook keeps isolated brokers of a route in service.

@@ -144,7 +144,7 @@ func TestIsolationCapRanking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+			s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 			info := oneQueueEach(t, "a", "b", "c", "d")
 			apply(s, clk, tt.outcomes)
 			if got := s.Released(info); !slices.Equal(got, tt.wantReleased) {
@@ -167,7 +167,7 @@ func TestIsolationCapRanking(t *testing.T) {
 func TestIsolationCapOffIsReference(t *testing.T) {
 	for _, frac := range []float64{0, 1} {
 		t.Run(fmt.Sprint(frac), func(t *testing.T) {
-			s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = frac })
+			s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: frac} })
 			info := oneQueueEach(t, "a", "b", "c", "d")
 			apply(s, clk, []outcome{
 				{broker: "a", latency: time.Millisecond, failed: true},
@@ -195,7 +195,7 @@ func TestIsolationCapOffIsReference(t *testing.T) {
 //  4. a new isolation is avoided at once.
 func TestIsolationCapFollowsTheTable(t *testing.T) {
 	const ms = time.Millisecond
-	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	check := func(step string, wantReleased, wantPicked []string) {
 		t.Helper()
@@ -246,7 +246,7 @@ func TestIsolationCapLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%v/%d/%d", tt.frac, tt.brokers, tt.isolate), func(t *testing.T) {
-			s, _ := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = tt.frac })
+			s, _ := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: tt.frac} })
 			names := make([]string, tt.brokers)
 			for i := range names {
 				names[i] = fmt.Sprintf("b%02d", i)
@@ -265,7 +265,7 @@ func TestIsolationCapLimit(t *testing.T) {
 // TestIsolationCapRetry checks that a retry still avoids the last broker
 // when it is one the cap keeps in service.
 func TestIsolationCapRetry(t *testing.T) {
-	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	apply(s, clk, []outcome{
 		{broker: "a", latency: time.Millisecond, failed: true},
@@ -287,7 +287,7 @@ func TestIsolationCapRetry(t *testing.T) {
 // service, yet the retry after b's failure goes to a from every index
 // position.
 func TestIsolationCapRetryPrefersHealthy(t *testing.T) {
-	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	apply(s, clk, []outcome{
 		{broker: "d", latency: time.Millisecond, failed: true},
@@ -316,7 +316,7 @@ func TestIsolationCapRetryPrefersHealthy(t *testing.T) {
 // TestIsolationCapAllocations checks that a pick that must recompute the
 // route's view allocates nothing.
 func TestIsolationCapAllocations(t *testing.T) {
-	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	apply(s, clk, []outcome{
 		{broker: "a", latency: time.Millisecond, failed: true},
@@ -347,7 +347,7 @@ func TestIsolationCapAllocations(t *testing.T) {
 // the view's publication. At the end, on one goroutine, the view must match
 // the table.
 func TestIsolationCapConcurrent(t *testing.T) {
-	s, clk := policyStrategy(t, func(c *latency.Config) { c.MaxIsolatedFraction = 0.5 })
+	s, clk := policyStrategy(t, func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5} })
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	info := oneQueueEach(t, names...)
 	var wg sync.WaitGroup
@@ -398,7 +398,7 @@ func TestIsolationCapConcurrent(t *testing.T) {
 //     failure then starts a failure isolation and raises the level.
 func TestBackoff(t *testing.T) {
 	s, clk := policyStrategy(t, func(c *latency.Config) {
-		c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 2
+		c.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 2}
 	})
 	const sec = time.Second
 	steps := []struct {
@@ -462,9 +462,9 @@ func TestBackoffBounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, clk := policyStrategy(t, func(c *latency.Config) {
-				c.IsolationBackoff, c.MaxIsolation = tt.multiplier, tt.max
+				c.Backoff = &latency.BackoffConfig{Multiplier: tt.multiplier, Max: tt.max}
 				if tt.multiplier != 0 {
-					c.BackoffDecay = 1
+					c.Backoff.Decay = 1
 				}
 			})
 			for i, want := range tt.want {
@@ -489,7 +489,7 @@ func TestBackoffEvents(t *testing.T) {
 	var got []time.Duration
 	obs := isolationRecorder(func(ev latency.IsolationEvent) { got = append(got, ev.Duration) })
 	s, clk := policyStrategy(t, func(c *latency.Config) {
-		c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 1
+		c.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 1}
 	}, latency.WithObserver(obs))
 	s.Update("b", 0, true, false)
 	clk.Advance(10 * time.Second)
@@ -509,7 +509,7 @@ func (isolationRecorder) OnProbe(latency.ProbeEvent)            {}
 // backoff on: answers that forgive and failures of an isolated broker.
 func TestBackoffAllocations(t *testing.T) {
 	s, _ := policyStrategy(t, func(c *latency.Config) {
-		c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 1000
+		c.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 1000}
 	})
 	s.Update("b", 0, true, false)
 	tests := []struct {
@@ -590,7 +590,7 @@ func TestProbeFailuresRank(t *testing.T) {
 	})
 	resolver := probe.ResolverFunc(func(b string) (string, bool) { return "addr-" + b, true })
 	s, _ := policyStrategy(t, func(c *latency.Config) {
-		c.MaxIsolatedFraction, c.ProbeFailures, c.Detector = 0.5, true, true
+		c.IsolationCap, c.ProbeFailures, c.Detector = &latency.IsolationCapConfig{MaxFraction: 0.5}, true, true
 	}, latency.WithResolver(resolver), latency.WithServiceDetector(service))
 	info := oneQueueEach(t, "a", "b", "c", "d")
 	for _, b := range []string{"a", "b", "c"} {
@@ -611,12 +611,12 @@ func TestProbeFailuresRank(t *testing.T) {
 // have every policy off, and that DefaultConfig turns each on.
 func TestPoliciesOffInReferencePresets(t *testing.T) {
 	for _, c := range []latency.Config{latency.Reference5(), latency.Reference4()} {
-		if c.MaxIsolatedFraction != 0 || c.IsolationBackoff != 0 || c.MaxIsolation != 0 || c.BackoffDecay != 0 || c.ProbeFailures {
+		if c.IsolationCap != nil || c.Backoff != nil || c.ProbeFailures || c.Recovery != nil || c.Capacity != nil {
 			t.Errorf("reference preset %s has a policy on: %+v", c.Mode, c)
 		}
 	}
 	d := latency.DefaultConfig()
-	if d.MaxIsolatedFraction != 0.5 || d.IsolationBackoff != 2 || d.MaxIsolation != time.Minute || d.BackoffDecay != 1000 ||
+	if *d.IsolationCap != (latency.IsolationCapConfig{MaxFraction: 0.5}) || *d.Backoff != (latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 1000}) ||
 		!d.ProbeFailures || d.DetectParallel != 16 {
 		t.Errorf("DefaultConfig() policies = %+v, want cap 0.5, backoff 2 up to 1m forgiven per 1000, probe failures, 16 probes", d)
 	}
@@ -650,22 +650,24 @@ func TestPolicyConfigValidate(t *testing.T) {
 		wantField string // "" means valid
 	}{
 		{"DefaultConfig", func(c *latency.Config) { *c = latency.DefaultConfig() }, ""},
-		{"cap of 1", func(c *latency.Config) { c.MaxIsolatedFraction = 1 }, ""},
-		{"negative cap", func(c *latency.Config) { c.MaxIsolatedFraction = -0.1 }, "MaxIsolatedFraction"},
-		{"cap above 1", func(c *latency.Config) { c.MaxIsolatedFraction = 1.5 }, "MaxIsolatedFraction"},
-		{"NaN cap", func(c *latency.Config) { c.MaxIsolatedFraction = math.NaN() }, "MaxIsolatedFraction"},
-		{"backoff below 1", func(c *latency.Config) { c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 0.5, time.Minute, 1 }, "IsolationBackoff"},
+		{"cap of 1", func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 1} }, ""},
+		{"negative cap", func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: -0.1} }, "IsolationCap.MaxFraction"},
+		{"cap above 1", func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 1.5} }, "IsolationCap.MaxFraction"},
+		{"NaN cap", func(c *latency.Config) { c.IsolationCap = &latency.IsolationCapConfig{MaxFraction: math.NaN()} }, "IsolationCap.MaxFraction"},
+		{"backoff below 1", func(c *latency.Config) {
+			c.Backoff = &latency.BackoffConfig{Multiplier: 0.5, Max: time.Minute, Decay: 1}
+		}, "Backoff.Multiplier"},
 		{"infinite backoff", func(c *latency.Config) {
-			c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = math.Inf(1), time.Minute, 1
-		}, "IsolationBackoff"},
+			c.Backoff = &latency.BackoffConfig{Multiplier: math.Inf(1), Max: time.Minute, Decay: 1}
+		}, "Backoff.Multiplier"},
 		{"NaN backoff", func(c *latency.Config) {
-			c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = math.NaN(), time.Minute, 1
-		}, "IsolationBackoff"},
-		{"backoff without a maximum", func(c *latency.Config) { c.IsolationBackoff, c.BackoffDecay = 2, 1 }, "MaxIsolation"},
-		{"backoff without decay", func(c *latency.Config) { c.IsolationBackoff, c.MaxIsolation = 2, time.Minute }, "BackoffDecay"},
-		{"negative maximum", func(c *latency.Config) { c.MaxIsolation = -time.Second }, "MaxIsolation"},
-		{"negative decay", func(c *latency.Config) { c.BackoffDecay = -1 }, "BackoffDecay"},
-		{"backoff settings kept while it is off", func(c *latency.Config) { c.MaxIsolation, c.BackoffDecay = time.Minute, 5 }, ""},
+			c.Backoff = &latency.BackoffConfig{Multiplier: math.NaN(), Max: time.Minute, Decay: 1}
+		}, "Backoff.Multiplier"},
+		{"backoff without a maximum", func(c *latency.Config) { c.Backoff = &latency.BackoffConfig{Multiplier: 2, Decay: 1} }, "Backoff.Max"},
+		{"backoff without decay", func(c *latency.Config) { c.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute} }, "Backoff.Decay"},
+		{"negative maximum", func(c *latency.Config) { c.Backoff = &latency.BackoffConfig{Max: -time.Second} }, "Backoff.Max"},
+		{"negative decay", func(c *latency.Config) { c.Backoff = &latency.BackoffConfig{Decay: -1} }, "Backoff.Decay"},
+		{"backoff settings kept while it is off", func(c *latency.Config) { c.Backoff = &latency.BackoffConfig{Max: time.Minute, Decay: 5} }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

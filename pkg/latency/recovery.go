@@ -10,7 +10,7 @@ import (
 // This file holds the rules that bring a recovered broker back, a part of
 // the backoff for repeat offenders (backoff.go) that the detector applies:
 // the cut of a lengthened isolation once probes have answered for a while,
-// with guards (Config.RecoveredAfter, on in the mqfault preset; POLICIES.md,
+// with guards (Config.Recovery, on in the mqfault preset; POLICIES.md,
 // "A recovered broker comes back", has the measurements).
 //
 // The backoff lengthens a repeat offender's failure isolation (20 s, 40 s,
@@ -46,7 +46,7 @@ func (s *slot) cut(base, now int64) {
 	s.table.bump()
 }
 
-// The sustained recovery rule (Config.RecoveredAfter) is the rule above made
+// The sustained recovery rule (Config.Recovery) is the rule above made
 // safe for brokers that answer probes without having recovered. A TCP probe
 // answers for a frozen JVM (the kernel completes the handshake: seen on a
 // real 4.9.8 broker stopped with SIGSTOP), for a busy or slow broker and for
@@ -57,7 +57,7 @@ func (s *slot) cut(base, now int64) {
 // costs:
 //
 //   - sustained: the probes must have answered, every one of them, for
-//     RecoveredAfter since the failure that began the isolation (a probe
+//     Recovery.After since the failure that began the isolation (a probe
 //     that fails or times out starts the count again; answers from before
 //     the failure do not count), and keep answering until the cut takes
 //     effect (a probe that fails before the duration table's end calls the
@@ -75,7 +75,7 @@ func (s *slot) cut(base, now int64) {
 //     starts during it (the broker's next sends failed) is one backoff level
 //     longer, as always. After a trial, passed or failed, no isolation of
 //     the broker is cut again until answered sends forgive every backoff
-//     level (Config.BackoffDecay each). So the rule changes when a broker
+//     level (Config.Backoff.Decay each). So the rule changes when a broker
 //     comes back, not what the backoff remembers of it: a broker that
 //     accepts probes but fails sends (a wedged or frozen one) costs one
 //     early trial per outage, where the rule above costs one per
@@ -173,7 +173,7 @@ func (s *slot) probeFailed(now int64) {
 }
 
 // probeAnswered is told that a probe of the broker answered at now: under
-// the sustained recovery rule with hold RecoveredAfter, it cuts the running
+// the sustained recovery rule with hold Recovery.After, it cuts the running
 // lengthened failure isolation as endBackoffEarly does once the probes have
 // answered for hold since the failure that began it, unless the broker was
 // loaded or is held (see the rule above); the cut starts a trial. Called by
@@ -209,33 +209,26 @@ func (s *slot) probeAnswered(now int64, hold time.Duration) {
 	s.cut(base, now)
 }
 
-// recoveryConfig is the sustained recovery rule's section of Config.
-type recoveryConfig struct {
-	After time.Duration // Config.RecoveredAfter; 0 turns it off
-}
-
-func recoverySection(c Config) recoveryConfig { return recoveryConfig{After: c.RecoveredAfter} }
-
-// recoveredAfter is the hold the detector applies: RecoveredAfter when the
+// recoveredAfter is the hold the detector applies: Recovery.After when the
 // backoff is on (without it nothing is lengthened), else 0.
 func recoveredAfter(c Config) time.Duration {
-	if c.IsolationBackoff == 0 {
+	if c.Backoff == nil || c.Backoff.Multiplier == 0 || c.Recovery == nil {
 		return 0
 	}
-	return max(c.RecoveredAfter, 0)
+	return max(c.Recovery.After, 0)
 }
 
 // recoveryPolicy registers the sustained recovery rule (policy.go).
 var recoveryPolicy = policyKind{
 	name: "recovered broker comes back", ablation: "recovered-after", requires: []string{"backoff", "detector"},
 	knobs: []PolicyKnob{
-		policyKnob("recovered_after", "", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)", true,
-			func(c *Config) *time.Duration { return &c.RecoveredAfter }),
+		settingKnob("recovered_after", "", "probes answering this long since a failure cut its backoff-lengthened isolation to the table's, never for a busy or slow broker, once per recovery; 0 is off (v5)",
+			func(c *Config) **RecoveryConfig { return &c.Recovery }, func(r *RecoveryConfig) *time.Duration { return &r.After }),
 	},
-	on: func(c Config) bool { return c.RecoveredAfter > 0 },
+	on: func(c Config) bool { return c.Recovery != nil && c.Recovery.After > 0 },
 	validate: func(c Config, l *configerr.List) {
-		if r := recoverySection(c); r.After < 0 {
-			l.Add(invalid("RecoveredAfter", r.After, "must not be negative (0 turns the rule off)"))
+		if c.Recovery != nil && c.Recovery.After < 0 {
+			l.Add(invalid("Recovery.After", c.Recovery.After, "must not be negative (0 turns the rule off)"))
 		}
 	},
 	install: func(c Config, p *policies) {
@@ -254,13 +247,13 @@ var _ outcomeHook = recoveryHook{}
 // report stamps a busy answer, or an answer slow enough for the duration
 // table to isolate for, on the broker's slot. It reads the clock only for
 // those, allocates nothing for a known broker and takes no lock.
-func (recoveryHook) report(s *Strategy, sl *slot, _ string, o Outcome) (FaultUpdate, bool) {
+func (recoveryHook) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	switch {
-	case sl == nil:
+	case a.slot == nil:
 	case o.Class == ClassBusy:
-		sl.rec.loadedAt.Store(s.table.now())
-	case o.Class == ClassAnswered && !o.Pending && s.durations.Load().t.Isolation(max(o.Latency, 0)) > 0:
-		sl.rec.loadedAt.Store(s.table.now())
+		a.slot.rec.loadedAt.Store(a.table.now())
+	case o.Class == ClassAnswered && !o.Pending && a.table.isolation(max(o.Latency, 0)) > 0:
+		a.slot.rec.loadedAt.Store(a.table.now())
 	}
 	return FaultUpdate{}, false
 }

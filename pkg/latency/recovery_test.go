@@ -101,7 +101,7 @@ func (h *recoveryHarness) availableNow() {
 	}
 }
 
-// TestRecoveredAfter holds the sustained recovery rule (Config.RecoveredAfter,
+// TestRecoveredAfter holds the sustained recovery rule (Config.Recovery,
 // 3 s here) on the manual clock: broker b is isolated by a timeout (10 s,
 // the v5 table's), then again at offset 0 (20 s by the backoff: the
 // duration table alone gives 10 s), probes answer or not, and each case
@@ -118,14 +118,14 @@ func TestRecoveredAfter(t *testing.T) {
 		run    func(h *recoveryHarness) // from offset 0
 	}{
 		{name: "rule off: the lengthened isolation runs out",
-			change: func(c *latency.Config) { c.RecoveredAfter = 0 },
+			change: func(c *latency.Config) { c.Recovery = nil },
 			run: func(h *recoveryHarness) {
 				h.probe(1*s, true)
 				h.probe(4*s, true)
 				h.isolatedUntil(20 * s)
 			}},
 		{name: "backoff off: nothing lengthened, nothing cut",
-			change: func(c *latency.Config) { c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 0, 0, 0 },
+			change: func(c *latency.Config) { c.Backoff = nil },
 			run: func(h *recoveryHarness) {
 				h.probe(1*s, true)
 				h.probe(4*s, true)
@@ -217,13 +217,13 @@ func TestRecoveredAfter(t *testing.T) {
 				h.probe(14*s, true)
 				h.probe(17*s, true)
 				h.isolatedUntil(50 * s)
-				h.fail() // still held: 60 s (MaxIsolation), not cut
+				h.fail() // still held: 60 s (Backoff.Max), not cut
 				h.probe(51*s, true)
 				h.probe(54*s, true)
 				h.isolatedUntil(110 * s)
 			}},
 		{name: "answers during a trial forgive nothing",
-			change: func(c *latency.Config) { c.BackoffDecay = 1 },
+			change: func(c *latency.Config) { c.Backoff.Decay = 1 },
 			run: func(h *recoveryHarness) {
 				h.probe(1*s, true)
 				h.probe(4*s, true)
@@ -253,7 +253,7 @@ func TestRecoveredAfter(t *testing.T) {
 				h.isolatedUntil(65 * s)
 			}},
 		{name: "a hold ends when successes forgive every level",
-			change: func(c *latency.Config) { c.BackoffDecay = 1 },
+			change: func(c *latency.Config) { c.Backoff.Decay = 1 },
 			run: func(h *recoveryHarness) {
 				h.probe(1*s, true)
 				h.probe(4*s, true)
@@ -279,8 +279,8 @@ func TestRecoveredAfter(t *testing.T) {
 			h := &recoveryHarness{t: t}
 			h.s, h.clock = policyStrategy(t, func(c *latency.Config) {
 				c.Detector = true
-				c.IsolationBackoff, c.MaxIsolation, c.BackoffDecay = 2, time.Minute, 1000
-				c.RecoveredAfter = 3 * time.Second
+				c.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 1000}
+				c.Recovery = &latency.RecoveryConfig{After: 3 * time.Second}
 				if tt.change != nil {
 					tt.change(c)
 				}
@@ -319,15 +319,15 @@ func TestRecoveredAfter(t *testing.T) {
 // through a pick allocates nothing with it on (busy and slow answers stamp
 // the broker).
 func TestRecoveredAfterPresets(t *testing.T) {
-	if got := latency.Reference5().RecoveredAfter; got != 0 {
-		t.Errorf("Reference5().RecoveredAfter = %v, want 0 (off)", got)
+	if got := latency.Reference5().Recovery; got != nil {
+		t.Errorf("Reference5().Recovery = %+v, want nil (off)", got)
 	}
-	if got := latency.Reference4().RecoveredAfter; got != 0 {
-		t.Errorf("Reference4().RecoveredAfter = %v, want 0 (off)", got)
+	if got := latency.Reference4().Recovery; got != nil {
+		t.Errorf("Reference4().Recovery = %+v, want nil (off)", got)
 	}
 	d := latency.DefaultConfig()
-	if d.RecoveredAfter <= 0 {
-		t.Errorf("DefaultConfig(): RecoveredAfter = %v, want the sustained rule on", d.RecoveredAfter)
+	if d.Recovery == nil || d.Recovery.After <= 0 {
+		t.Errorf("DefaultConfig(): Recovery = %+v, want the sustained rule on", d.Recovery)
 	}
 	s, _ := policyStrategy(t, func(c *latency.Config) { *c = latency.DefaultConfig() },
 		latency.WithResolver(probe.StaticResolver{"b": "127.0.0.1:1"}))
@@ -353,7 +353,7 @@ func BenchmarkRecoveredAfterDone(b *testing.B) {
 	for _, on := range []bool{false, true} {
 		cfg := latency.DefaultConfig()
 		if !on {
-			cfg.RecoveredAfter = 0
+			cfg.Recovery = nil
 		}
 		s, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)),
 			latency.WithResolver(probe.StaticResolver{"b": "127.0.0.1:1"}))

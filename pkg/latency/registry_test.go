@@ -3,7 +3,9 @@ package latency_test
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqfault/mqfault/pkg/latency"
 )
@@ -33,11 +35,7 @@ func TestPolicyRegistry(t *testing.T) {
 					t.Errorf("knob %+v: want a unique key and a doc", k)
 				}
 				keys[k.Key] = true
-				var c latency.Config
-				f := reflect.ValueOf(&c).Elem().FieldByName(k.Field)
-				if !f.IsValid() || f.Addr().Interface() != k.Bind(&c) {
-					t.Errorf("knob %s binds another field than %q", k.Key, k.Field)
-				}
+				checkKnob(t, k)
 			}
 			def := latency.DefaultConfig()
 			if !p.On(def) {
@@ -71,4 +69,54 @@ func TestPolicyRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkKnob: k's Set writes the field its Field names, Get reads it back;
+// setting a zero value on a Config without the policy's settings leaves
+// them nil; Set gives the Config its own copy of the settings, so a Config
+// copied before does not change.
+func checkKnob(t *testing.T, k latency.PolicyKnob) {
+	t.Helper()
+	var c latency.Config
+	zero := k.Get(c)
+	k.Set(&c, zero)
+	if !reflect.DeepEqual(c, latency.Config{}) {
+		t.Errorf("knob %s: setting %v on a zero Config changed it: %+v", k.Key, zero, c)
+	}
+	one := map[any]any{0.0: 0.5, 0: 7, false: true, time.Duration(0): time.Second}[zero]
+	if one == nil {
+		t.Fatalf("knob %s: Get returns a %T", k.Key, zero)
+	}
+	k.Set(&c, one)
+	if got := k.Get(c); got != one {
+		t.Errorf("knob %s: Get after Set(%v) = %v", k.Key, one, got)
+	}
+	if got := fieldAt(reflect.ValueOf(c), k.Field); !got.IsValid() || got.Interface() != one {
+		t.Errorf("knob %s: Config.%s after Set(%v) = %v; want the knob to bind it", k.Key, k.Field, one, got)
+	}
+	before := c
+	k.Set(&c, zero)
+	if got := k.Get(before); got != one {
+		t.Errorf("knob %s: Set on a copy changed the original's value to %v", k.Key, got)
+	}
+}
+
+// fieldAt is the field at path ("Backoff.Max") in v, through pointers; the
+// zero Value when a pointer on the way is nil or a name is no field.
+func fieldAt(v reflect.Value, path string) reflect.Value {
+	for _, name := range strings.Split(path, ".") {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}
+		}
+		if v = v.FieldByName(name); !v.IsValid() {
+			return v
+		}
+	}
+	return v
 }

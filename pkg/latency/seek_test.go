@@ -87,7 +87,7 @@ func runSeekTrace(t *testing.T, mode Mode, filter, capOn bool, seed uint64, step
 	cfg.Mode = mode
 	cfg.FaultTolerance = true
 	if capOn {
-		cfg.MaxIsolatedFraction = []float64{0.25, 0.5, 0.75}[r.IntN(3)]
+		cfg.IsolationCap = &IsolationCapConfig{MaxFraction: []float64{0.25, 0.5, 0.75}[r.IntN(3)]}
 	}
 	refuseAll := false // some routes' filter admits nothing
 	if filter {

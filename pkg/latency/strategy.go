@@ -248,7 +248,7 @@ func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 // reference's updateFaultItem). It does nothing while fault tolerance is off.
 // Otherwise the broker is isolated for Durations().Isolation(latency), or for
 // the mode's ModeInfo.IsolationLatency's duration when isolation is true
-// (longer with Config.IsolationBackoff); v5 keeps reachable, v4 ignores it.
+// (longer with Config.Backoff); v5 keeps reachable, v4 ignores it.
 // A negative latency (a caller's clock that stepped back) counts as 0 (the
 // reference would store it and rank the broker above every healthy one).
 // Safe for concurrent use; allocates nothing for a known broker.

@@ -87,7 +87,7 @@ func capacityRun(t *testing.T, step time.Duration) map[string]int {
 	t.Helper()
 	clk := newWallStepClock()
 	cfg := latency.Reference5()
-	cfg.FaultTolerance, cfg.CapacityDecrease = true, latency.DefaultCapacityDecrease
+	cfg.FaultTolerance, cfg.Capacity = true, &latency.CapacityConfig{Decrease: latency.DefaultCapacityDecrease}
 	// Nothing isolates: the model's latency term alone decides.
 	cfg.Durations = latency.MustStepTable([]time.Duration{time.Hour}, []time.Duration{0})
 	s, err := latency.NewStrategy(cfg, latency.WithClock(clk))

@@ -38,7 +38,7 @@ func TestDriveNoRetryWithoutRoom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := latency.DefaultConfig()
 			cfg.Detector = false
-			cfg.CapacityDecrease = tt.decrease
+			cfg.Capacity.Decrease = tt.decrease
 			t0 := time.Unix(1_700_000_000, 0)
 			ls, err := latency.NewStrategy(cfg, latency.WithClock(clock.NewManual(t0)))
 			if err != nil {

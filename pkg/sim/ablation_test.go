@@ -24,12 +24,12 @@ func allOn(t *testing.T) Strategy {
 	l, p := &s.Latency, &s.Producer
 	l.FaultTolerance, l.Detector = true, true
 	l.DetectParallel = 16
-	l.MaxIsolatedFraction = 0.5
-	l.IsolationBackoff, l.MaxIsolation, l.BackoffDecay = 2, time.Minute, 1000
+	l.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.5}
+	l.Backoff = &latency.BackoffConfig{Multiplier: 2, Max: time.Minute, Decay: 1000}
 	l.DetectInterval, l.DetectPeriod = time.Second, time.Second
 	l.ProbeFailures = true
-	l.CapacityDecrease, l.CapacityRecovery = 0.75, time.Second
-	l.RecoveredAfter = 3 * time.Second
+	l.Capacity = &latency.CapacityConfig{Decrease: 0.75, Recovery: time.Second}
+	l.Recovery = &latency.RecoveryConfig{After: 3 * time.Second}
 	p.MaxTimeoutPerRequest = time.Second
 	p.RetryBudget, p.RetryBudgetFloor = 0.5, 10
 	if err := l.Validate(); err != nil {
@@ -68,13 +68,13 @@ func TestAblationTable(t *testing.T) {
 		name, policy string
 		field        string
 	}{
-		{"isolation-cap", "isolation cap", "latency.Config.MaxIsolatedFraction"},
-		{"backoff", "backoff", "latency.Config.IsolationBackoff"},
+		{"isolation-cap", "isolation cap", "latency.Config.IsolationCap"},
+		{"backoff", "backoff", "latency.Config.Backoff"},
 		{"detector", "detector", "latency.Config.Detector"},
 		{"parallel-probes", "parallel probes", "latency.Config.DetectParallel"},
 		{"probe-failures", "probe failures", "latency.Config.ProbeFailures"},
-		{"recovered-after", "recovered broker comes back", "latency.Config.RecoveredAfter"},
-		{"capacity-model", "capacity model", "latency.Config.CapacityDecrease,latency.Config.CapacityRecovery"},
+		{"recovered-after", "recovered broker comes back", "latency.Config.Recovery"},
+		{"capacity-model", "capacity model", "latency.Config.Capacity"},
 		{"fast-probes", "fast probes", "latency.Config.DetectInterval,latency.Config.DetectPeriod"},
 		{"per-attempt-cap", "per-attempt cap", "producer.Config.MaxTimeoutPerRequest"},
 		{"retry-budget", "retry budget", "producer.Config.RetryBudget"},
@@ -193,12 +193,12 @@ func TestAblationRefused(t *testing.T) {
 		change   func(*Strategy)
 		want     string
 	}{
-		{"capacity-model", func(s *Strategy) { s.Latency.CapacityDecrease = 0 }, `"mqfault-capacity-model" does not apply: mqfault has the policy "capacity model" off (latency.Config.CapacityDecrease, latency.Config.CapacityRecovery)`},
+		{"capacity-model", func(s *Strategy) { s.Latency.Capacity = nil }, `"mqfault-capacity-model" does not apply: mqfault has the policy "capacity model" off (latency.Config.Capacity)`},
 		{"retry-budget", func(s *Strategy) { s.Producer.RetryBudget = 0 }, `mqfault has the policy "retry budget" off (producer.Config.RetryBudget)`},
-		{"isolation-cap", func(s *Strategy) { s.Latency.MaxIsolatedFraction = 1 }, `mqfault has the policy "isolation cap" off`},
+		{"isolation-cap", func(s *Strategy) { s.Latency.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 1} }, `mqfault has the policy "isolation cap" off`},
 		{"fast-probes", func(s *Strategy) { s.Latency.Detector = false }, `the policy "fast probes" takes effect only with "detector" on, and mqfault has that off`},
 		{"probe-failures", func(s *Strategy) { s.Latency.Detector = false }, `the policy "probe failures" takes effect only with "detector" on`},
-		{"recovered-after", func(s *Strategy) { s.Latency.IsolationBackoff = 0 }, `takes effect only with "backoff" on`},
+		{"recovered-after", func(s *Strategy) { s.Latency.Backoff = nil }, `takes effect only with "backoff" on`},
 		{"recovered-after", func(s *Strategy) { s.Latency.Detector = false }, `the policy "recovered broker comes back" takes effect only with "detector" on`},
 		{"parallel-probes", func(s *Strategy) { s.Latency.DetectParallel = 1 }, `mqfault has the policy "parallel probes" off`},
 		{"backoff", func(s *Strategy) { s.Latency.Mode = latency.ModeV4; s.Latency.Detector = false }, `mqfault does not run latency fault tolerance in mode v5, which the policy`},
@@ -492,8 +492,6 @@ func TestGoldenAblation(t *testing.T) {
 func TestAblationsCoverThePreset(t *testing.T) {
 	companions := map[string]string{
 		"latency.Config.FaultTolerance":    "v5's own (sendLatencyFaultEnable)",
-		"latency.Config.MaxIsolation":      "backoff",
-		"latency.Config.BackoffDecay":      "backoff",
 		"latency.Config.BusyIsolateAfter":  "busy-is-load",
 		"producer.Config.RetryBudgetFloor": "retry-budget",
 	}

@@ -91,7 +91,7 @@ func TestMqfaultStrategy(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, p := s[0].Latency, s[0].Producer
-	if l.MaxIsolatedFraction == 0 || l.IsolationBackoff == 0 || !l.ProbeFailures || !l.Detector || l.DetectParallel < 2 {
+	if l.IsolationCap == nil || l.Backoff == nil || !l.ProbeFailures || !l.Detector || l.DetectParallel < 2 {
 		t.Errorf("mqfault latency config = %+v, want every policy on", l)
 	}
 	if p.MaxTimeoutPerRequest != time.Second {

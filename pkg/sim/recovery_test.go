@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
 )
 
 // recoveryDir holds scenarios of the recovery rule kept out of the
@@ -34,7 +36,7 @@ func recoveryVariants(t testing.TB) []Strategy {
 	}
 	long := off
 	long.Name, long.Ablated = "mqfault+recovered-after=6s", Ablated{}
-	long.Latency.RecoveredAfter = 6 * time.Second
+	long.Latency.Recovery = &latency.RecoveryConfig{After: 6 * time.Second}
 	return []Strategy{s[0], s[1], off, long}
 }
 

@@ -10,16 +10,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
 )
 
 // tuneVariants are preset variants TestTune can compare with v5, besides
 // the built-in strategies and ablations (SelectStrategies names).
 var tuneVariants = map[string]func(*Strategy){
-	"cap-0.34":     func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.34 },
-	"cap-0.67":     func(s *Strategy) { s.Latency.MaxIsolatedFraction = 0.67 },
-	"budget-0.1":   func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
-	"capacity-0.9": func(s *Strategy) { s.Latency.CapacityDecrease = 0.9 },
-	"recovery-2s":  func(s *Strategy) { s.Latency.CapacityRecovery = 2 * time.Second },
+	"cap-0.34":   func(s *Strategy) { s.Latency.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.34} },
+	"cap-0.67":   func(s *Strategy) { s.Latency.IsolationCap = &latency.IsolationCapConfig{MaxFraction: 0.67} },
+	"budget-0.1": func(s *Strategy) { s.Producer.RetryBudget = 0.1 },
+	"capacity-0.9": func(s *Strategy) {
+		s.Latency.Capacity = &latency.CapacityConfig{Decrease: 0.9, Recovery: s.Latency.Capacity.Recovery}
+	},
+	"recovery-2s": func(s *Strategy) {
+		s.Latency.Capacity = &latency.CapacityConfig{Decrease: s.Latency.Capacity.Decrease, Recovery: 2 * time.Second}
+	},
 }
 
 // TestTune is a tuning aid, not a check: it is skipped unless MQFAULT_TUNE

@@ -31,8 +31,8 @@ type Error struct {
 	// Related.
 	Reason string
 	// Related names the other setting Reason speaks of, by the same
-	// convention as Field ("IsolationBackoff" in "must be positive while
-	// IsolationBackoff is on"); "" when there is none. A caller that shows
+	// convention as Field ("Backoff.Multiplier" in "must be positive while
+	// Backoff.Multiplier is on"); "" when there is none. A caller that shows
 	// settings by other names (pkg/config's knobs) renames it in Reason.
 	Related string
 	// Err is the sentinel the error matches: the package's
