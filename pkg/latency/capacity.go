@@ -427,12 +427,12 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 const roomWeight = weightScale / 2
 
 // FullRemark reports whether a busy answer's remark says the broker refused
-// the request at once for want of room: RocketMQ's request pool was over its
-// limit ("[REJECTREQUEST]..."). A send queue's timeout
-// ("[TIMEOUT_CLEAN_QUEUE]...") does not: it says the queue was full when the
-// send joined it, and a stalled broker's queue empties when the stall ends;
-// nor does a page cache busy answer or any other remark. Safe for concurrent
-// use; it allocates nothing.
+// the request at once for want of room: RocketMQ's send pool was full
+// ("[OVERLOAD]...", NettyRemotingAbstract on a rejected execution). A send
+// queue's timeout ("[TIMEOUT_CLEAN_QUEUE]...") does not: it says the queue
+// was full when the send joined it, or that the store stalled; nor does a busy page cache's refusal ("[REJECTREQUEST]...",
+// a stall) or any other remark. Safe for concurrent use; it allocates
+// nothing.
 func FullRemark(remark string) bool {
-	return strings.HasPrefix(remark, "[REJECTREQUEST]")
+	return strings.HasPrefix(remark, "[OVERLOAD]")
 }

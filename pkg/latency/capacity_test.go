@@ -518,13 +518,14 @@ func pushOnce(t *testing.T, r *presetRig, broker string) {
 }
 
 // TestFullRemark checks which busy remarks say a broker refused a request
-// at once for want of room: the request pool's rejection only.
+// at once for want of room: the send pool's rejection only.
 func TestFullRemark(t *testing.T) {
 	for _, tt := range []struct {
 		remark string
 		want   bool
 	}{
-		{"[REJECTREQUEST]system busy, start flow control for a while", true},
+		{"[OVERLOAD]system busy, start flow control for a while", true},
+		{"[REJECTREQUEST]system busy, start flow control for a while", false},
 		{"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 200ms, size of queue: 57", false},
 		{"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 208ms, size of queue: 0", false},
 		{"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 5ms, size of queue: 3", false},

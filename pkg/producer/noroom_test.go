@@ -14,12 +14,12 @@ import (
 // TestDriveNoRetryWithoutRoom drives a sync send over two brokers that have
 // both pushed back lately (three busy answers each, under the mqfault
 // preset's capacity model), every attempt answered busy: a rejection
-// ([REJECTREQUEST]) is not retried, since no broker has room and a retry
+// ([OVERLOAD]) is not retried, since no broker has room and a retry
 // would only take another send's, and the send ends with the busy answer's
 // error, not a retry budget refusal. A send queue's timeout is retried, and
 // with the capacity model off every busy answer is.
 func TestDriveNoRetryWithoutRoom(t *testing.T) {
-	const reject = "[REJECTREQUEST]system busy, start flow control for a while"
+	const reject = "[OVERLOAD]system busy, start flow control for a while"
 	const queued = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 200ms, size of queue: 40"
 	busy := func(remark string) producer.Outcome {
 		return producer.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Elapsed: time.Millisecond, Remark: remark,

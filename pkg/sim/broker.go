@@ -455,12 +455,14 @@ func (b *brokerSim) probe(t int64) error {
 // without a send queue).
 const (
 	remarkBusy = "[simulated] busy"
-	remarkFull = "[REJECTREQUEST]system busy, start flow control for a while"
+	// remarkFull is RocketMQ's refusal of a request at once when its send
+	// pool has no room (NettyRemotingAbstract, on the executor's
+	// RejectedExecutionException).
+	remarkFull = "[OVERLOAD]system busy, start flow control for a while"
 	// remarkPageCacheBusy is RocketMQ's refusal of a request at once while
 	// its page cache is busy (NettyRemotingAbstract, when the send
-	// processor's rejectRequest is true): a stalled store's, worded as
-	// remarkFull is.
-	remarkPageCacheBusy = remarkFull
+	// processor's rejectRequest is true): a stalled store's.
+	remarkPageCacheBusy = "[REJECTREQUEST]system busy, start flow control for a while"
 )
 
 // remarkPageCacheDrain is the remark of a send drained from the send queue

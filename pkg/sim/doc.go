@@ -48,7 +48,7 @@
 //     queued ahead of it; past its first second a stall is page cache
 //     busy: the sends queued then are answered [PCBUSY_CLEAN_QUEUE] at once,
 //     later ones [REJECTREQUEST] at once). A broker with a capacity answers
-//     SYSTEM_BUSY (code 2, remark [REJECTREQUEST]) beyond it (a token bucket
+//     SYSTEM_BUSY (code 2, remark [OVERLOAD]) beyond it (a token bucket
 //     of 50 ms worth of sends, at least 200); with a queue_wait it queues instead:
 //     RocketMQ's send queue, served first in, first out at Capacity sends a
 //     second, a send's latency growing by its wait, and a send that would

@@ -204,7 +204,7 @@ func TestQueueCapacity(t *testing.T) {
 }
 
 // TestRejectRequestRemark: a broker over its capacity without a send queue
-// refuses at once with RocketMQ's [REJECTREQUEST] remark.
+// refuses at once with RocketMQ's [OVERLOAD] remark (a full send pool).
 func TestRejectRequestRemark(t *testing.T) {
 	b := testBroker(20) // a burst of minBurst
 	for range minBurst {
@@ -214,14 +214,14 @@ func TestRejectRequestRemark(t *testing.T) {
 	}
 	o, _, _ := b.attempt(0, time.Second, draws{})
 	var be *producer.BrokerError
-	if !errors.As(o.Err, &be) || be.Code != SystemBusy || be.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
-		t.Errorf("attempt() error = %#v, want SYSTEM_BUSY with the [REJECTREQUEST] remark", o.Err)
+	if !errors.As(o.Err, &be) || be.Code != SystemBusy || be.Remark != "[OVERLOAD]system busy, start flow control for a while" {
+		t.Errorf("attempt() error = %#v, want SYSTEM_BUSY with the [OVERLOAD] remark", o.Err)
 	}
 	if o.Elapsed != 2*time.Millisecond {
 		t.Errorf("refusal took %s, want the broker's latency (2ms): no queue", o.Elapsed)
 	}
 	if r := o.Report(latency.PathSend); r.Class != latency.ClassBusy || r.Code != SystemBusy || r.Remark != be.Remark {
-		t.Errorf("Report() = %+v, want class busy, code 2 and the [REJECTREQUEST] remark", r)
+		t.Errorf("Report() = %+v, want class busy, code 2 and the [OVERLOAD] remark", r)
 	}
 }
 
