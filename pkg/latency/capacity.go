@@ -282,25 +282,29 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	q := partner(p, n, idx)
-	room := wp >= roomWeight
-	if !room && last >= 0 {
-		// A retry from a broker without room: the first broker with room
-		// from the partner on, if there is one.
-		if r, ok := c5.roomFrom(b, v, e.broker, q, last, strict, u); ok {
+	// noRoom: p has no room, and neither has any broker a first stage may
+	// take (reachable, and not isolated or released by the cap).
+	noRoom := false
+	if wp < roomWeight {
+		r, ok := c5.roomFrom(b, v, e.broker, q, last, strict, u)
+		if ok && last >= 0 {
+			// A retry from a broker without room: the first broker with
+			// room from the partner on.
 			return r
 		}
+		noRoom = !ok
 	}
 	e2 := &b.entries[q]
 	if e2.broker == e.broker || e2.broker == last || !e2.s.reachable.Load() {
 		return p
 	}
 	// An isolated partner takes share only when the cap releases it, or,
-	// outside the cap's retry pass, when p has no room: then a broker
-	// that answers (reachable) but is isolated for its latency or a
-	// failure is room the cluster would otherwise lose, as the
-	// reference's reachable stage uses it once busy answers have isolated
-	// every broker.
-	if e2.s.isolated.Load() && (strict || (room && !v.releases(e2.broker))) {
+	// outside the cap's retry pass, when no broker the first stage takes
+	// has room: then a broker that answers (reachable) but is isolated for
+	// its latency or a failure is room the cluster would otherwise lose, as
+	// the reference's reachable stage uses it once busy answers have
+	// isolated every broker.
+	if e2.s.isolated.Load() && (strict || (!noRoom && !v.releases(e2.broker))) {
 		return p
 	}
 	wq := m.weightQ(e2.s.cap.state.Load(), u)
