@@ -144,7 +144,7 @@ type brokerSim struct {
 	stallN   int
 	stallPre float64
 
-	errDown, errTimeout, errFull error
+	errDown, errTimeout, errFull, errPageCache error
 }
 
 var (
@@ -169,6 +169,7 @@ func newBrokerSim(b Broker, index int, events []Event) *brokerSim {
 	bs.errDown = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Class: latency.ClassTransportNotSent, Err: errRefused}
 	bs.errTimeout = &producer.TransportError{Broker: b.Name, Addr: bs.addr, Class: latency.ClassTransportTimeout, Err: errNoReply}
 	bs.errFull = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkFull}
+	bs.errPageCache = &producer.BrokerError{Broker: b.Name, Code: SystemBusy, Remark: remarkPageCacheBusy}
 	bs.joins = int64(b.Joins)
 	for _, e := range events {
 		if e.Broker != b.Name {
@@ -302,7 +303,7 @@ func (b *brokerSim) attempt(t int64, timeout time.Duration, u draws) (o producer
 			case stallServed:
 				o.Elapsed += time.Duration(wait)
 			case stallRejected: // at once: the broker's latency alone
-				o.Class, o.Code, o.Remark, o.Err = latency.ClassBusy, SystemBusy, remarkPageCacheBusy, b.errFull
+				o.Class, o.Code, o.Remark, o.Err = latency.ClassBusy, SystemBusy, remarkPageCacheBusy, b.errPageCache
 			default:
 				o.Elapsed = time.Duration(wait)
 				if ans == stallDrained {

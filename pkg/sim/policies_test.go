@@ -17,11 +17,14 @@ const scenarioDir = "../../testdata/scenarios"
 // on more runs, and the bounds come down as runs are won. They are counts,
 // not lists: every missed run is logged by name.
 var notYetReached = map[string]int{
-	// 8, and the 5 seeds of testdata/scenarios/stall-low-load.yaml, where
-	// the preset keeps sending to a broker that stalls at low load (its
-	// answers name an empty queue) and its p99 is about 1.23 x v5's.
-	RuleNeverWorse: 13,
-	RuleHealthy:    1,
+	// 12: short-capacity-blackhole at its 5 seeds (the baseline's senders
+	// wait out timeouts on the blackholed broker and so offer less),
+	// broad-5 and broad-10 of family seed 1, and the 5 seeds of
+	// testdata/scenarios/stall-low-load.yaml, where the preset keeps
+	// sending to a broker that stalls at low load (its answers name an
+	// empty queue) and its p99 is about 1.23 x v5's.
+	RuleNeverWorse: 12,
+	RuleHealthy:    0,
 	RuleBetter:     0,
 }
 
