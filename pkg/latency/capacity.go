@@ -91,7 +91,7 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
+			m := &capacityModel{decrease: cc.Decrease, rec: rec, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -103,9 +103,10 @@ func capacitySettings(c *Config) **CapacityConfig { return &c.Capacity }
 
 // capacityModel is the model's settings, and its outcome hook.
 type capacityModel struct {
-	decrease float64 // what one push-back multiplies the weight by
-	recU     int64   // Capacity.Recovery in stamp units: from 0 to full weight
-	rateQ    uint64  // weight units regained per stamp unit, times 2^32
+	decrease float64       // what one push-back multiplies the weight by
+	rec      time.Duration // Capacity.Recovery (the default for 0)
+	recU     int64         // Capacity.Recovery in stamp units: from 0 to full weight
+	rateQ    uint64        // weight units regained per stamp unit, times 2^32
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -120,6 +121,7 @@ type brokerCapacity struct {
 	// does not mark a broker unreachable that answered a send within the
 	// detector's interval: the sends are the stronger evidence.
 	answered atomic.Int64
+	stall    stallState // stall.go
 }
 
 // below reports whether the broker may be below full weight for share:
@@ -239,6 +241,9 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	now := a.table.now()
 	a.table.see(now)
 	m.pushBack(&sl.cap, a.table.units(now))
+	if o.Class == ClassBusy && StallRemark(o.Remark) {
+		m.stall(a, o, now)
+	}
 	if o.Class == ClassThrottled {
 		u.Reachable = sl.reachable.Load()
 		return u, true

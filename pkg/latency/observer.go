@@ -27,7 +27,13 @@ const (
 	ReasonFailure Reason = "failure"
 	// ReasonExplicit: the fault table was updated directly with a duration.
 	ReasonExplicit Reason = "explicit"
+	// ReasonStall: the mqfault preset's capacity model: a busy answer said
+	// the broker's store stalled (StallRemark).
+	ReasonStall Reason = "stall"
 )
+
+// Reasons lists every Reason an IsolationEvent carries.
+func Reasons() []Reason { return []Reason{ReasonLatency, ReasonFailure, ReasonExplicit, ReasonStall} }
 
 // IsolationEvent reports that a broker's isolation began or was extended.
 type IsolationEvent struct {

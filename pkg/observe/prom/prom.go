@@ -113,7 +113,7 @@ var (
 	numStops   = len(producer.Stops())
 )
 
-var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, latency.ReasonExplicit}
+var reasons = [...]latency.Reason{latency.ReasonLatency, latency.ReasonFailure, latency.ReasonExplicit, latency.ReasonStall}
 
 // brokerSeries are one broker's series, resolved once so an event is an
 // atomic add.
