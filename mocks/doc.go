@@ -10,8 +10,9 @@
 //     pick reports its outcome to: Pick.Done); the fault table is a concrete
 //     type, since nothing takes another (a strategy's table is its own);
 //   - pkg/producer: MockTransport, MockRouteSource, MockSelector,
-//     MockProducerObserver and MockStrategy (the selector a Producer picks
-//     with).
+//     MockProducerObserver, MockStrategy (the selector a Producer picks
+//     with) and MockRoomModel (a strategy's capacity model, asked whether a
+//     full broker's busy answer has room elsewhere).
 //
 // The plugins' BatchFilter is mocked in the subpackage pluginmocks, so that
 // tests of the core do not compile the plugin protocol's gRPC dependencies.

@@ -10,5 +10,5 @@ package mocks
 //go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=latency.go -package=mocks github.com/mqfault/mqfault/pkg/latency DurationTable,Observer,Reporter
 //go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=clock.go -package=mocks github.com/mqfault/mqfault/pkg/clock Clock,Timer,Ticker
 //go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=probe.go -package=mocks github.com/mqfault/mqfault/pkg/probe Resolver,ServiceDetector
-//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=producer.go -package=mocks -mock_names=Observer=MockProducerObserver github.com/mqfault/mqfault/pkg/producer Transport,RouteSource,Selector,Observer,Strategy
+//go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=producer.go -package=mocks -mock_names=Observer=MockProducerObserver github.com/mqfault/mqfault/pkg/producer Transport,RouteSource,Selector,Observer,Strategy,RoomModel
 //go:generate go run go.uber.org/mock/mockgen -typed -write_package_comment=false -destination=pluginmocks/protocol.go -package=pluginmocks github.com/mqfault/mqfault/plugins/protocol BatchFilter

@@ -35,10 +35,11 @@
 //     SendStatus, Result);
 //   - transport.go (Transport, RouteSource, StaticRoutes, Selector and
 //     HashSelector: what a user supplies) and strategy.go (Strategy: what
-//     the producer needs of its selector);
+//     the producer needs of its selector, and RoomModel: what the send loop
+//     asks a strategy's capacity model);
 //   - drive.go (Drive: one send's pick, attempt, report, decide) and
 //     loop.go (Loop: the budget, retry and result decisions, with the rules
-//     for sync, oneway and async sends), moderules.go (each mode's rules
+//     for sync, oneway and async sends and the no-room rule), moderules.go (each mode's rules
 //     per outcome class, built from latency's send rules), retrybudget.go
 //     (the retry budget a Policy shares among its sends);
 //   - errors.go (Outcome, Classify and the error types), panic.go (a
@@ -49,7 +50,8 @@
 //   - the tests: example_test.go (the examples: New, SendSync, Drive),
 //     paths_test.go (the table of every selection and exception path and
 //     the test that drives it on the generated mocks), loop_test.go (the
-//     Loop's rules, step by step).
+//     Loop's rules, step by step), roomrule_test.go (the no-room rule on
+//     the mocks).
 //
 // Delivery is at least once: an attempt that timed out may have been stored
 // by its broker before the send is retried on another, so a message can be

@@ -76,7 +76,8 @@ func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind K
 	}
 	d.release() // a send abandoned mid-attempt
 	d.strat, d.info, d.pick, d.pi = strat, info, latency.Pick{}, latency.PickInfo{}
-	d.loop.init(p, kind, topic, start)
+	room, _ := strat.(RoomModel)
+	d.loop.init(p, kind, topic, start, room)
 }
 
 // Next says whether another attempt may start at now; false means the send
@@ -142,34 +143,17 @@ func (d *Drive) Dispatched(elapsed time.Duration) (FaultUpdate, bool) {
 
 // Finish takes the current attempt's outcome (o.Elapsed after its start),
 // reports it through the attempt's pick and says whether another attempt may
-// follow, by the rules in the Loop documentation. A busy answer whose remark says the broker is full
-// (latency.FullRemark) is not retried when the strategy has a RoomElsewhere
-// method (latency.Strategy) that reports no other broker with room: the
-// send ends as if its attempts had run out. Out of order it does
-// nothing.
+// follow, by the rules in the Loop documentation (the no-room rule
+// included: a strategy that is a RoomModel is asked, after the report,
+// about a full broker's busy answer). Out of order it does nothing.
 func (d *Drive) Finish(o Outcome) Step {
 	if d.loop.phase != phaseAttempt {
 		return Step{}
 	}
 	dec := d.loop.decide(&o)
 	d.open = false // the attempt's end, reported by Done
-	st := Step{Update: d.pick.Done(dec.Report), Retry: dec.Retry}
-	if st.Retry && o.Class == latency.ClassBusy && d.pick.Queue != nil && latency.FullRemark(o.Remark) {
-		if r, ok := d.strat.(roomer); ok && !r.RoomElsewhere(d.pick.Queue.BrokerName) {
-			// Every other broker is refusing the excess too: a retry would
-			// only take the room of another send's attempt. The send ends
-			// with the busy answer (or an earlier answer).
-			st.Retry = false
-			d.loop.end()
-		}
-	}
-	return st
-}
-
-// roomer is a Strategy that tells whether a busy broker's retry can find
-// room elsewhere (latency.Strategy.RoomElsewhere, under its capacity model).
-type roomer interface {
-	RoomElsewhere(broker string) bool
+	up := d.pick.Done(dec.Report)
+	return Step{Update: up, Retry: d.loop.settle(dec)}
 }
 
 // Abort ends the send now with err (ErrClosed, a ctx error, a *RouteError),

@@ -24,6 +24,12 @@ var ErrNoRoute = errors.New("producer: no route")
 // slot used up the budget.
 var ErrCallTimeout = errors.New("producer: send timed out before the next attempt")
 
+// ErrNoRoom is matched (errors.Is) by a *SendError that ended with
+// StopNoRoom: a busy answer saying the broker's send pool was full was not
+// retried, since the strategy's capacity model (RoomModel) found no other
+// broker with room. errors.As finds the busy answer's *BrokerError behind it.
+var ErrNoRoom = errors.New("producer: busy answer not retried: no broker has room")
+
 // ErrClosed is returned by sends on a closed producer, and ends sends that
 // were in progress when it closed before they could start another attempt.
 var ErrClosed = errors.New("producer: closed")
@@ -180,7 +186,8 @@ func (e *BrokerError) Error() string {
 // attempts were made on which brokers, how long it took, why it stopped, and
 // the last attempt's error (Err, which it wraps; nil only when the budget ran
 // out before the first attempt). errors.Is(err, ErrCallTimeout) is true when
-// Stop is StopCallTimeout; errors.As finds the *BrokerError, *TransportError,
+// Stop is StopCallTimeout, errors.Is(err, ErrNoRoom) when it is StopNoRoom;
+// errors.As finds the *BrokerError, *TransportError,
 // *ClientError or cancellation behind it.
 type SendError struct {
 	Topic    string
@@ -222,6 +229,9 @@ func (e *SendError) Error() string {
 		}
 		return b.String()
 	}
+	if e.Stop == StopNoRoom {
+		b.WriteString(": not retried, no broker has room")
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
@@ -232,9 +242,10 @@ func (e *SendError) Error() string {
 // Unwrap returns the last attempt's error.
 func (e *SendError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrCallTimeout) true for a call timeout.
+// Is makes errors.Is(err, ErrCallTimeout) true for a call timeout, and
+// errors.Is(err, ErrNoRoom) for a busy answer not retried for want of room.
 func (e *SendError) Is(target error) bool {
-	return target == ErrCallTimeout && e.Stop == StopCallTimeout
+	return (target == ErrCallTimeout && e.Stop == StopCallTimeout) || (target == ErrNoRoom && e.Stop == StopNoRoom)
 }
 
 // LimitError is an async send refused by the bound on in-flight async sends.

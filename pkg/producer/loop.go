@@ -37,14 +37,21 @@ const (
 	// StopAborted: the driver ended the send (Drive.Abort): the producer
 	// closed, the ctx was done before an attempt, the route had no queue.
 	StopAborted
+	// StopNoRoom: a busy answer saying the broker's send pool was full
+	// (latency.FullRemark), which the mode's rules would retry, is not
+	// retried because the strategy's capacity model (RoomModel) found no
+	// other broker with room, with no earlier answer. The error wraps the
+	// busy answer's *BrokerError and matches ErrNoRoom. The reference has no
+	// such stop: its strategies have no capacity model.
+	StopNoRoom
 )
 
-const numStops = StopAborted + 1
+const numStops = StopNoRoom + 1
 
-var stopNames = [numStops]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted"}
+var stopNames = [numStops]string{"none", "answered", "failed", "call_timeout", "broker_error", "cancelled", "aborted", "no_room"}
 
 // String returns none, answered, failed, call_timeout, broker_error,
-// cancelled or aborted.
+// cancelled, aborted or no_room.
 func (s Stop) String() string { return enumName(stopNames[:], int(s), "stop") }
 
 // Stops lists every Stop, in order of value (for metrics that keep a series
@@ -72,6 +79,9 @@ type decision struct {
 	// decides with the attempts and (async) the budget left. False means the
 	// send is over: Result has its end.
 	Retry bool
+	// askRoom: Retry is for a full broker's busy answer, which the
+	// strategy's capacity model is asked about (settle).
+	askRoom bool
 }
 
 // Plan is an attempt about to be made, as Drive.Start returns it.
@@ -143,6 +153,24 @@ const (
 // (latency.ClassBusy: SYSTEM_BUSY, a proxy's TOO_MANY_REQUESTS) is a broker error to
 // the reference modes, retried when its code is a retry code (2 is in 5.x's
 // set, not in 4.x's).
+//
+// # No room
+//
+// One rule is the strategy's, not the mode's: when a busy answer whose remark
+// says the broker's send pool was full (latency.FullRemark: "[OVERLOAD]...")
+// would be retried by the rules here, and the strategy is a RoomModel
+// (*latency.Strategy is) whose RoomElsewhere reports no other broker with
+// room, the send is not retried: it returns an earlier answer (a sync send's
+// StopAnswered) or ends with the busy answer's error (StopNoRoom, matching
+// ErrNoRoom). Every other broker is then refusing its excess too, and a
+// retry would only take the room another send's attempt would have had.
+// Finish asks after it has reported the outcome through the pick, so the
+// model has learnt the busy answer. The question is asked only then (never for another class or remark, nor
+// for an outcome the rules do not retry), and *latency.Strategy answers it
+// under its capacity model only: with the model off (the reference
+// configurations, every v4 strategy) it reports room, so the reference modes
+// retry exactly as the reference does. A Strategy that is not a RoomModel
+// is never asked.
 //
 // # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
 //
@@ -220,6 +248,9 @@ type Loop struct {
 	// charges: the retry budget's slots the send's retries were charged
 	// to (its refund gives each back there; retrybudget.go).
 	charges retryCharges
+	// room: the strategy's capacity model, asked about a full broker's
+	// busy answer (the no-room rule); nil when the strategy has none.
+	room RoomModel
 
 	brokers [4]string // the first picks
 	more    []string  // picks after the fourth
@@ -227,9 +258,9 @@ type Loop struct {
 
 // init makes l the state of a new send of kind to topic, begun at start
 // (the reference's beginTimestampFirst: before the route lookup, which
-// counts against the budget), in place. A nil policy is Reference5's for
-// v5.
-func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
+// counts against the budget), in place, asking room (nil: nothing) the
+// no-room rule's question. A nil policy is Reference5's for v5.
+func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time, room RoomModel) {
 	if p == nil {
 		p = defaultPolicy
 	}
@@ -238,6 +269,7 @@ func (l *Loop) init(p *Policy, kind Kind, topic string, start time.Time) {
 	}
 	*l = Loop{}
 	l.p, l.kind, l.topic, l.sendStart, l.seen, l.total = p, kind, topic, start, start, p.MaxAttempts(kind)
+	l.room = room
 }
 
 var defaultPolicy, _ = NewPolicy(Reference5(), latency.ModeV5)
@@ -362,10 +394,31 @@ func (l *Loop) decide(o *Outcome) decision {
 			l.lastErr = errNoDetail(*o)
 		}
 	}
+	var d decision
 	if l.kind == KindAsync {
-		return l.finishAsync(o)
+		d = l.finishAsync(o)
+	} else {
+		d = l.finishDefault(o)
 	}
-	return l.finishDefault(o)
+	d.askRoom = d.Retry && l.room != nil && o.Class == latency.ClassBusy && latency.FullRemark(o.Remark)
+	return d
+}
+
+// settle completes decide once d.Report has been reported through the
+// attempt's pick (so the strategy has learnt the outcome) and returns
+// whether another attempt may follow: d.Retry, unless the no-room rule (the
+// Loop documentation's "No room") ends the send, after asking the strategy's
+// capacity model once.
+func (l *Loop) settle(d decision) bool {
+	if !d.askRoom || l.room.RoomElsewhere(l.broker) {
+		return d.Retry
+	}
+	if l.answered {
+		l.finishAnswered()
+	} else {
+		l.fail(StopNoRoom, l.lastErr)
+	}
+	return false
 }
 
 // answer keeps res as the last answer, with the attempt's queue when the

@@ -29,7 +29,7 @@ func queue(b string) route.MessageQueue { return route.MessageQueue{Topic: "T", 
 // pick of its own (the tests here script the picked broker).
 func newLoop(p *Policy, kind Kind, topic string, begin time.Time) Loop {
 	var l Loop
-	l.init(p, kind, topic, begin)
+	l.init(p, kind, topic, begin, nil)
 	return l
 }
 
@@ -39,7 +39,11 @@ func (l *Loop) start(q route.MessageQueue, now time.Time) (Plan, bool) {
 	return plan, ok
 }
 
-func (l *Loop) finish(o Outcome) decision { return l.decide(&o) }
+func (l *Loop) finish(o Outcome) decision {
+	d := l.decide(&o)
+	d.Retry = l.settle(d)
+	return d
+}
 
 // loopStep is one attempt of a scripted loop: the broker picked, what the
 // attempt meets, and what the loop must decide.

@@ -10,7 +10,9 @@ package producer_test
 //	  its reports, retry and stop                     TestPathsEveryClass
 //	async: dispatch, async_answer, async_resend       TestSeamAsyncPaths
 //	each send stop (answered, failed, call_timeout,
-//	  broker_error, cancelled, aborted)               TestPathsSendStops
+//	  broker_error, cancelled, aborted, no_room)      TestPathsSendStops
+//	a busy answer's retry x room, no room, model off,
+//	  reference rules x sync, async (MockRoomModel)   TestLoopNoRoomRule
 //	no queue from the strategy                        TestSeamNoQueue
 //	route removed, told to the strategy               TestSeamRouteRemoved
 //	route lookups through a RouteSource               routes_test.go, routefilter_test.go
@@ -244,15 +246,16 @@ func TestPathsSendStops(t *testing.T) {
 	failed := &producer.TransportError{Class: latency.ClassTransportFailed, Err: errors.New("reset")}
 	tests := []struct {
 		stop  producer.Stop
+		room  bool // the strategy is a RoomModel (newRoomSeam)
 		setup func(t *testing.T, s *seam) context.Context
 	}{
-		{producer.StopAnswered, func(t *testing.T, s *seam) context.Context {
+		{producer.StopAnswered, false, func(t *testing.T, s *seam) context.Context {
 			s.pick(latency.PickInfo{}, "A")
 			s.send("A", ms(1), producer.Result{Status: producer.SendOK}, nil)
 			s.report("A", latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend})
 			return context.Background()
 		}},
-		{producer.StopFailed, func(t *testing.T, s *seam) context.Context {
+		{producer.StopFailed, false, func(t *testing.T, s *seam) context.Context {
 			gomock.InOrder(
 				s.pick(latency.PickInfo{}, "A"), s.send("A", ms(1), producer.Result{}, failed),
 				s.report("A", latency.Outcome{Class: latency.ClassTransportFailed, Path: latency.PathSend}),
@@ -263,7 +266,7 @@ func TestPathsSendStops(t *testing.T) {
 			)
 			return context.Background()
 		}},
-		{producer.StopCallTimeout, func(t *testing.T, s *seam) context.Context {
+		{producer.StopCallTimeout, false, func(t *testing.T, s *seam) context.Context {
 			// The first attempt takes longer than the whole budget: the
 			// retry is picked, and refused at its start.
 			gomock.InOrder(
@@ -273,19 +276,30 @@ func TestPathsSendStops(t *testing.T) {
 			)
 			return context.Background()
 		}},
-		{producer.StopBrokerError, func(t *testing.T, s *seam) context.Context {
+		{producer.StopBrokerError, false, func(t *testing.T, s *seam) context.Context {
 			s.pick(latency.PickInfo{}, "A")
 			s.send("A", ms(1), producer.Result{}, &producer.BrokerError{Code: 999})
 			s.report("A", latency.Outcome{Class: latency.ClassBroker, Code: 999, Path: latency.PathSend})
 			return context.Background()
 		}},
-		{producer.StopCancelled, func(t *testing.T, s *seam) context.Context {
+		{producer.StopCancelled, false, func(t *testing.T, s *seam) context.Context {
 			s.pick(latency.PickInfo{}, "A")
 			s.send("A", ms(1), producer.Result{}, producer.ErrInterrupted)
 			s.report("A", latency.Outcome{Class: latency.ClassCancelled, Path: latency.PathSend})
 			return context.Background()
 		}},
-		{producer.StopAborted, func(t *testing.T, s *seam) context.Context {
+		{producer.StopNoRoom, true, func(t *testing.T, s *seam) context.Context {
+			// A full broker's busy answer, and no room elsewhere: not retried.
+			const full = "[OVERLOAD]system busy"
+			gomock.InOrder(
+				s.pick(latency.PickInfo{}, "A"),
+				s.send("A", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
+				s.report("A", latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Remark: full, Path: latency.PathSend}),
+				s.room.EXPECT().RoomElsewhere("A").Return(false),
+			)
+			return context.Background()
+		}},
+		{producer.StopAborted, false, func(t *testing.T, s *seam) context.Context {
 			// ctx done before the first attempt: no pick, no call.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -298,7 +312,11 @@ func TestPathsSendStops(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.stop.String(), func(t *testing.T) {
 			obs, mobs := observe(t)
-			s := newSeam(t, latency.ModeV5, producer.Reference5(), producer.WithObserver(mobs))
+			newS := newSeam
+			if tt.room {
+				newS = newRoomSeam
+			}
+			s := newS(t, latency.ModeV5, producer.Reference5(), producer.WithObserver(mobs))
 			ctx := tt.setup(t, s)
 			_, err := s.p.SendSync(ctx, msg())
 			ev := obs.send(t)
@@ -316,6 +334,9 @@ func TestPathsSendStops(t *testing.T) {
 			}
 			if tt.stop == producer.StopCallTimeout && !errors.Is(err, producer.ErrCallTimeout) {
 				t.Errorf("SendSync() error = %v, want one matching ErrCallTimeout", err)
+			}
+			if tt.stop == producer.StopNoRoom && !errors.Is(err, producer.ErrNoRoom) {
+				t.Errorf("SendSync() error = %v, want one matching ErrNoRoom", err)
 			}
 		})
 	}

@@ -24,6 +24,7 @@ import (
 type seam struct {
 	clock *clock.Manual
 	strat *mocks.MockStrategy
+	room  *mocks.MockRoomModel // nil unless newRoomSeam
 	rep   *mocks.MockReporter
 	tr    *mocks.MockTransport
 	p     *producer.Producer
@@ -31,6 +32,18 @@ type seam struct {
 }
 
 func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...producer.Option) *seam {
+	t.Helper()
+	return newSeamOf(t, mode, cfg, false, opts...)
+}
+
+// newRoomSeam is newSeam over a mock Strategy that is also a mock
+// RoomModel (seam.room).
+func newRoomSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...producer.Option) *seam {
+	t.Helper()
+	return newSeamOf(t, mode, cfg, true, opts...)
+}
+
+func newSeamOf(t *testing.T, mode latency.Mode, cfg producer.Config, withRoom bool, opts ...producer.Option) *seam {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	s := &seam{
@@ -40,13 +53,18 @@ func newSeam(t *testing.T, mode latency.Mode, cfg producer.Config, opts ...produ
 		tr:    mocks.NewMockTransport(ctrl),
 		qs:    map[string]*route.MessageQueue{},
 	}
+	var strat producer.Strategy = s.strat
+	if withRoom {
+		s.room = mocks.NewMockRoomModel(ctrl)
+		strat = roomStrategy{s.strat, s.room}
+	}
 	for _, b := range []string{"A", "B", "C"} {
 		s.qs[b] = &route.MessageQueue{Topic: "T", BrokerName: b}
 	}
 	s.strat.EXPECT().Mode().Return(mode).AnyTimes()
 	var routes producer.StaticRoutes
 	routes.SetQueues("T", map[string]int{"A": 1, "B": 1, "C": 1})
-	p, err := producer.New(s.tr, &routes, s.strat, cfg, append([]producer.Option{producer.WithClock(s.clock)}, opts...)...)
+	p, err := producer.New(s.tr, &routes, strat, cfg, append([]producer.Option{producer.WithClock(s.clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

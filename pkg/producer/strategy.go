@@ -32,3 +32,22 @@ type Strategy interface {
 }
 
 var _ Strategy = (*latency.Strategy)(nil)
+
+// RoomModel is the part of a Strategy with a capacity model that the send
+// loop asks about a busy answer (the Loop documentation's "No room"): a
+// Drive over a Strategy that is also a RoomModel asks it, and only it, when
+// an attempt on broker met a busy answer whose remark says the broker's
+// send pool was full (latency.FullRemark) and the mode's rules would retry
+// it. *latency.Strategy is one.
+//
+// RoomElsewhere reports whether a broker other than broker may have room
+// for the retry; false ends the send (StopNoRoom) instead of retrying. A
+// strategy without a capacity model reports true, as *latency.Strategy does
+// with its model off. It is called on the send path, possibly from many
+// goroutines at once: it must be safe for concurrent use and must not
+// block.
+type RoomModel interface {
+	RoomElsewhere(broker string) bool
+}
+
+var _ RoomModel = (*latency.Strategy)(nil)

@@ -39,7 +39,8 @@
 //	kind     sync, async, oneway
 //	result   (sends) how the send ended (producer.Stops, "none" excluded:
 //	         a send still going has no result): answered, failed,
-//	         call_timeout, ...
+//	         call_timeout, broker_error, cancelled, aborted, no_room (a
+//	         full broker's busy answer not retried: no broker had room)
 //
 // Start with New, register the *Metrics with a prometheus.Registerer, give it
 // to the strategy (latency.WithObserver) and the producer

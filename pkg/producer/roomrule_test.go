@@ -1,0 +1,197 @@
+package producer_test
+
+import (
+	"errors"
+	"testing"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/mqfault/mqfault/mocks"
+	"github.com/mqfault/mqfault/pkg/latency"
+	"github.com/mqfault/mqfault/pkg/producer"
+	"github.com/mqfault/mqfault/pkg/route"
+)
+
+// roomStrategy is a mocked Strategy with a mocked capacity model.
+type roomStrategy struct {
+	*mocks.MockStrategy
+	*mocks.MockRoomModel
+}
+
+// The strategies of TestLoopNoRoomRule's columns.
+const (
+	colRoom   = iota // v5, a RoomModel that finds room elsewhere
+	colNoRoom        // v5, a RoomModel that finds none
+	colModel         // v5, a Strategy that is not a RoomModel: the capacity model off
+	colRef           // v4 (the reference's rules), a RoomModel that finds no room
+	numCols
+)
+
+var colNames = [numCols]string{"room", "no room", "model off", "reference v4"}
+
+// roomStep is one attempt of a scripted send: the broker picked and what it
+// met; handOver is true when an async attempt's request was handed over
+// (Drive.Dispatched) before the outcome.
+type roomStep struct {
+	broker   string
+	out      producer.Outcome
+	handOver bool
+}
+
+// roomEnd is how a scripted send ends in one column: its stop, its
+// attempts, and the broker the strategy's RoomElsewhere was asked about
+// ("" for never).
+type roomEnd struct {
+	stop     producer.Stop
+	attempts int
+	asked    string
+}
+
+// TestLoopNoRoomRule drives the send loop's retry decision for a busy answer
+// through a Drive on the generated mocks (MockStrategy, MockRoomModel,
+// MockReporter), for sync and async sends, in four columns: a strategy whose
+// capacity model finds room elsewhere, one that finds none, one without a
+// model, and the v4 reference rules. The model is asked only about a busy
+// answer whose remark says the broker's send pool was full
+// ("[OVERLOAD]...", latency.FullRemark) and that the mode's rules would
+// retry, once, about that attempt's broker; "no room" ends the send with
+// StopNoRoom (an error matching ErrNoRoom and wrapping the busy answer's
+// *BrokerError), or with an earlier answer.
+func TestLoopNoRoomRule(t *testing.T) {
+	const full = "[OVERLOAD]system busy, start flow control for a while"
+	const queued = "[TIMEOUT_CLEAN_QUEUE]broker busy, period in queue: 200ms, size of queue: 40"
+	busy := func(remark string) producer.Outcome {
+		return producer.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Remark: remark, Elapsed: ms(1),
+			Err: &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: remark}}
+	}
+	ok := producer.Outcome{Class: latency.ClassAnswered, Result: producer.Result{Status: producer.SendOK}, Elapsed: ms(1)}
+	notOK := producer.Outcome{Class: latency.ClassAnswered, Result: producer.Result{Status: producer.FlushDiskTimeout}, Elapsed: ms(1)}
+	failed := producer.Outcome{Class: latency.ClassTransportFailed, Elapsed: ms(1),
+		Err: &producer.TransportError{Class: latency.ClassTransportFailed, Err: errors.New("reset")}}
+	same := func(e roomEnd) [numCols]roomEnd { return [numCols]roomEnd{e, e, e, e} }
+
+	for _, tt := range []struct {
+		name         string
+		kind         producer.Kind
+		retryAnother bool
+		script       []roomStep
+		want         [numCols]roomEnd
+	}{
+		{"sync, full", producer.KindSync, false,
+			[]roomStep{{"A", busy(full), false}, {"B", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 2, "A"},
+				colNoRoom: {producer.StopNoRoom, 1, "A"},
+				colModel:  {producer.StopAnswered, 2, ""},
+				colRef:    {producer.StopBrokerError, 1, ""}, // code 2 is not a 4.x retry code
+			}},
+		{"sync, queue timeout", producer.KindSync, false,
+			[]roomStep{{"A", busy(queued), false}, {"B", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 2, ""},
+				colNoRoom: {producer.StopAnswered, 2, ""},
+				colModel:  {producer.StopAnswered, 2, ""},
+				colRef:    {producer.StopBrokerError, 1, ""},
+			}},
+		{"sync, full after an earlier answer", producer.KindSync, true,
+			[]roomStep{{"A", notOK, false}, {"B", busy(full), false}, {"C", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 3, "B"},
+				colNoRoom: {producer.StopAnswered, 2, "B"}, // the earlier answer
+				colModel:  {producer.StopAnswered, 3, ""},
+				colRef:    {producer.StopAnswered, 2, ""},
+			}},
+		{"async, full after hand-over", producer.KindAsync, false,
+			[]roomStep{{"A", busy(full), true}},
+			same(roomEnd{producer.StopBrokerError, 1, ""})}, // never retried
+		{"async, full on a retry before hand-over", producer.KindAsync, false,
+			[]roomStep{{"A", failed, true}, {"B", busy(full), false}, {"C", ok, true}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 3, "B"},
+				colNoRoom: {producer.StopNoRoom, 2, "B"},
+				colModel:  {producer.StopAnswered, 3, ""},
+				colRef:    {producer.StopNoRoom, 2, "B"}, // the rule is the strategy's, whatever the mode
+			}},
+	} {
+		for col := range numCols {
+			t.Run(tt.name+"/"+colNames[col], func(t *testing.T) {
+				want := tt.want[col]
+				ctrl := gomock.NewController(t)
+				mode := latency.ModeV5
+				if col == colRef {
+					mode = latency.ModeV4
+				}
+				mstrat := mocks.NewMockStrategy(ctrl)
+				rep := mocks.NewMockReporter(ctrl)
+				var strat producer.Strategy = mstrat
+				if col != colModel {
+					room := mocks.NewMockRoomModel(ctrl)
+					if want.asked != "" {
+						room.EXPECT().RoomElsewhere(want.asked).Return(col == colRoom)
+					}
+					strat = roomStrategy{mstrat, room} // any other call fails the test
+				}
+				qs := map[string]*route.MessageQueue{}
+				var all []route.MessageQueue
+				for _, b := range []string{"A", "B", "C"} {
+					qs[b] = &route.MessageQueue{Topic: "T", BrokerName: b}
+					all = append(all, *qs[b])
+				}
+				info, err := route.NewPublishInfoFromQueues("T", all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var calls []any
+				for i := range want.attempts {
+					b := tt.script[i].broker
+					calls = append(calls,
+						mstrat.EXPECT().Select(info, gomock.Any()).Return(latency.Pick{Queue: qs[b], Stage: latency.StageAvailable, Reporter: rep}, true))
+				}
+				gomock.InOrder(calls...)
+				rep.EXPECT().Report(gomock.Any(), gomock.Any()).Return(latency.FaultUpdate{}).AnyTimes()
+
+				cfg := producer.Reference5()
+				cfg.RetryAnotherBrokerWhenNotStoreOK = tt.retryAnother
+				pol, err := producer.NewPolicy(cfg, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := producer.NewDrive(strat, info, pol, tt.kind, t0)
+				now := t0
+				for d.Next(now) {
+					plan, started := d.Start(now)
+					if !started {
+						break
+					}
+					if plan.Attempt >= len(tt.script) {
+						t.Fatalf("attempt %d past the script", plan.Attempt)
+					}
+					st := tt.script[plan.Attempt]
+					if st.handOver {
+						d.Dispatched(0)
+					}
+					d.Finish(st.out)
+					now = now.Add(st.out.Elapsed)
+				}
+				l := d.Loop()
+				if l.Stop() != want.stop || l.Attempts() != want.attempts {
+					t.Fatalf("stop %s after %d attempts (brokers %v), want %s after %d",
+						l.Stop(), l.Attempts(), l.BrokersSent(), want.stop, want.attempts)
+				}
+				_, err = l.Result()
+				if want.stop != producer.StopNoRoom {
+					if errors.Is(err, producer.ErrNoRoom) {
+						t.Errorf("Result error = %v matches ErrNoRoom", err)
+					}
+					return
+				}
+				var se *producer.SendError
+				var be *producer.BrokerError
+				if !errors.As(err, &se) || se.Stop != producer.StopNoRoom || !errors.Is(err, producer.ErrNoRoom) ||
+					!errors.As(err, &be) || be.Remark != full || errors.Is(err, producer.ErrRetryBudget) {
+					t.Errorf("Result error = %v, want a *SendError (StopNoRoom, ErrNoRoom) wrapping the busy answer", err)
+				}
+			})
+		}
+	}
+}
