@@ -179,6 +179,10 @@ func sendResult(l *producer.Loop) string {
 		return "THROW InterruptedException"
 	case producer.StopFailed:
 		return "FAILED after " + strconv.Itoa(l.Attempts()) + " (last=" + exceptionName(err) + ")"
+	case producer.StopNoRoom:
+		// Not the reference's: only a strategy with a capacity model ends
+		// a send so, and traces run the reference's modes.
+		return "NO_ROOM after " + strconv.Itoa(l.Attempts()) + " (last=" + exceptionName(err) + ")"
 	}
 	return "NO_QUEUE"
 }
