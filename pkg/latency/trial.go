@@ -37,14 +37,9 @@ const trialMaxLevel = 6
 // pick now (StageTrial: Strategy.picked labels it), and if so claims it: nothing isolates e's broker and its next
 // trial time has come. One CAS on the pick path, no lock, no allocation, no
 // clock read (the table's last seen time).
-func (c5 cascade5) trial(e *entry) bool { return c5.trialOf(e, false) }
-
-// trialOf is trial; with isolated, a broker its isolation still holds may
-// take the trial too (the capacity model's, when the broker picked has no
-// room: share).
-func (c5 cascade5) trialOf(e *entry, isolated bool) bool {
+func (c5 cascade5) trial(e *entry) bool {
 	gap := c5.s.policies.trialGap
-	if gap <= 0 || (!isolated && e.s.isolated.Load()) || !e.s.present.Load() {
+	if gap <= 0 || e.s.isolated.Load() || !e.s.present.Load() {
 		return false
 	}
 	now := c5.s.table.seen.Load()
