@@ -45,7 +45,7 @@ import (
 // Defaults of the capacity model's settings (the mqfault preset's).
 const (
 	DefaultCapacityDecrease = 0.75
-	DefaultCapacityRecovery = time.Second
+	DefaultCapacityRecovery = 4 * time.Second
 )
 
 // capacityFloor is the least weight a push-back leaves: a broker keeps a
@@ -69,7 +69,7 @@ var capacityPolicy = policyKind{
 	knobs: []PolicyKnob{
 		settingKnob("capacity_decrease", "0.9", "capacity model: a busy answer or a throttled attempt multiplies the broker's weight (its share of picks) by this, isolating nothing; 0 is off (v5)",
 			capacitySettings, func(c *CapacityConfig) *float64 { return &c.Decrease }),
-		settingKnob("capacity_recovery", "", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 1s",
+		settingKnob("capacity_recovery", "", "capacity model: how long a broker's weight takes to climb back from 0 to 1 after its last push-back; 0 means 4s",
 			capacitySettings, func(c *CapacityConfig) *time.Duration { return &c.Recovery }),
 	},
 	on: func(c Config) bool { return c.Capacity != nil && c.Capacity.Decrease > 0 },

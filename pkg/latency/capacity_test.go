@@ -170,6 +170,7 @@ func TestCapacityOneBusyAfterRestart(t *testing.T) {
 	r.s.Report(pickOf(t, r, "b2"), stalled())
 	ok := func(string) latency.Outcome { return answered(time.Millisecond) }
 	r.run(t, 1000, time.Second, ok)
+	r.clock.Advance(time.Millisecond)
 	if !r.s.Table().IsAvailable("b2") {
 		t.Fatal("b2 still isolated a second after one busy answer")
 	}

@@ -132,7 +132,7 @@ type CapacityConfig struct {
 	// it, it is at full weight. It trades how soon a broker that had no
 	// room gets its share back (shorter) against how many busy answers a
 	// broker still short of room gives before its weight falls again
-	// (longer: fewer). 0 means DefaultCapacityRecovery (1 s); not negative.
+	// (longer: fewer). 0 means DefaultCapacityRecovery (4 s); not negative.
 	Recovery time.Duration
 }
 

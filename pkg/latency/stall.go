@@ -16,13 +16,13 @@ import (
 // send queue's timeout with hardly any send queued, which only a broker that
 // stopped serving gives) has no room at any load until the stall ends, and
 // every send queued at it waits the whole stall. So a stall answer also
-// isolates the broker, for Capacity.Recovery the first time: a broker whose
+// isolates the broker, for stallBase (1 s) the first time: a broker whose
 // one busy answer after a restart names an empty queue is back within that.
 // A broker that stalls again within stallMemory times its last stall
 // isolation after that isolation ended is a repeat offender (a periodic GC,
 // a disk that keeps stalling): each such stall isolates it four times as
 // long as the last, up to stallMax; one that stalls after a longer quiet is
-// forgiven and starts again at Capacity.Recovery. A stall
+// forgiven and starts again at stallBase. A stall
 // isolation is the broker's own, not a failure: it raises no backoff level,
 // the broker stays reachable, and the isolation cap counts it as any other.
 // The answers of the sends already queued at the stalled broker arrive
@@ -45,6 +45,10 @@ const (
 	stallGrowth = 2
 )
 
+// stallBase is a first stall's isolation: a broker whose one busy answer
+// after a restart names an empty queue is back within it.
+const stallBase = time.Second
+
 // stallMax is the longest stall isolation.
 const stallMax = time.Minute
 
@@ -57,10 +61,10 @@ func (m *capacityModel) stall(a attempt, o Outcome, now int64) {
 	}
 	old := st.level.Load()
 	lv := int32(0)
-	if until != 0 && now-until < stallMemory*(int64(m.rec)<<(stallGrowth*int64(old))) {
+	if until != 0 && now-until < stallMemory*(int64(stallBase)<<(stallGrowth*int64(old))) {
 		lv = min(old+1, stallMaxLevel)
 	}
-	d := min(m.rec<<(stallGrowth*int64(lv)), stallMax)
+	d := min(stallBase<<(stallGrowth*int64(lv)), stallMax)
 	if !st.until.CompareAndSwap(until, now+int64(d)) {
 		return // a concurrent answer isolated it
 	}

@@ -15,10 +15,6 @@ type herdCase struct {
 	shape string // down, slow, busy, near-capacity
 	queue bool   // RocketMQ's send queue (queue_wait 200ms), else immediate rejection
 	open  bool   // an open (Poisson) load, else closed
-	// knownFailing, when set, is why the preset fails the case today: a
-	// defect of the model, skipped with this reason (and the numbers logged)
-	// until the model is fixed. Never set to pass a case.
-	knownFailing string
 }
 
 func (c herdCase) name() string {
@@ -140,12 +136,6 @@ func TestFleetsDoNotHerd(t *testing.T) {
 		for _, queue := range []bool{false, true} {
 			for _, open := range []bool{false, true} {
 				c := herdCase{shape: shape, queue: queue, open: open}
-				if shape == "busy" && queue && open {
-					c.knownFailing = "the preset keeps broker-c, which answers half its attempts busy, at its full round-robin " +
-						"share (12.7% of all attempts against v5's 6.3%: v5 isolates it for 10 s after each busy answer), so " +
-						"each busy answer costs a retry (5,199 retries against v5's 411) and p99 is 23.0 ms against v5's 21.3 " +
-						"(1.08x) at 200 producers; issue 24 property 2 wants push-back to lower the broker's share"
-				}
 				cases = append(cases, c)
 			}
 		}
@@ -172,9 +162,6 @@ func TestFleetsDoNotHerd(t *testing.T) {
 				// refused connection, so all of them come back together
 				// seconds after broker-c recovered.
 				t.Errorf("v5 makes no storm on a broker down for %s (moves %v): the measure no longer sees its synchronised return", herdFaultFor, v5.Fleet.Moves)
-			}
-			if c.knownFailing != "" {
-				t.Skipf("known failing (%s): storms %v, failed worse %v, p99 worse %v", c.knownFailing, storms, j.FailedWorse, j.P99Worse)
 			}
 			if len(storms) > 0 {
 				t.Errorf("mqfault herds: half the fleet or more moved one broker at once away from a fault's edges in %d seconds: %v", len(storms), storms)
