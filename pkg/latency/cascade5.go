@@ -8,6 +8,9 @@ type cascade5 struct{ s *Strategy }
 
 func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	s := c5.s
+	if info.Len() == 0 {
+		return Pick{}, false
+	}
 	// The common case, kept small so it stays cheap: fault tolerance on, a
 	// first attempt, no user filters, and the first probe lands on an
 	// available broker.

@@ -143,17 +143,12 @@ func Stages() []Stage {
 // allocates nothing once the strategy knows info (RouteChanged, or a first
 // pick on it), however many brokers are isolated.
 func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
-	if info.Len() == 0 {
-		return Pick{}, false
-	}
-	if c5, ok := s.casc.(cascade5); ok {
-		return c5.pick(info, in) // a direct call, for the commonest mode
-	}
 	return s.casc.pick(info, in)
 }
 
 // cascade is one mode's selection cascade, chosen once by NewStrategy
-// (cascade5.go, cascade4.go). pick is Select over a route with queues.
+// (cascade5.go, cascade4.go). pick is Select (which it answers alone, so
+// Select inlines): on a route without queues it picks nothing.
 type cascade interface {
 	pick(info *route.PublishInfo, in PickInfo) (Pick, bool)
 }
