@@ -111,10 +111,16 @@ type bindings struct {
 // bind returns the binding for info, building it when the strategy has none
 // for it or the one it has is stale (the table dropped a slot since).
 func (s *Strategy) bind(info *route.PublishInfo) *binding {
-	if b := s.binds.last.Load(); b != nil && b.info == info && b.gen == s.table.gen.Load() {
+	if b := s.binds.last.Load(); b.fits(info, s.table) {
 		return b
 	}
 	return s.bindTopic(info)
+}
+
+// fits reports whether b, which may be nil, is the binding of info for
+// table t as it is now (no slot dropped since b was built).
+func (b *binding) fits(info *route.PublishInfo, t *FaultTable) bool {
+	return b != nil && b.info == info && b.gen == t.gen.Load()
 }
 
 func (s *Strategy) bindTopic(info *route.PublishInfo) *binding {

@@ -14,6 +14,9 @@ type cascade4 struct{ s *Strategy }
 func (c4 cascade4) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	s := c4.s
 	n := info.Len()
+	if n == 0 {
+		return Pick{}, false
+	}
 	if !s.faultOn.Load() {
 		return c4.pickOff(info, in)
 	}

@@ -8,31 +8,41 @@ type cascade5 struct{ s *Strategy }
 
 func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 	s := c5.s
+	if info.Len() == 0 {
+		return Pick{}, false
+	}
 	// The common case, kept small so it stays cheap: fault tolerance on, a
 	// first attempt, no user filters, and the first probe lands on an
 	// available broker.
 	if !s.faultOn.Load() || in.LastBroker != "" || in.ResetIndex || len(s.filters) != 0 {
 		return c5.pickSlow(info, in)
 	}
-	b := s.bind(info)
+	// Everything the probe needs, inlined: no call unless it is refused.
+	b := s.binds.last.Load()
+	if !b.fits(info, s.table) {
+		b = s.bindTopic(info)
+	}
 	var v *capView
 	if b.cap != nil { // capState.current, by hand: too big to inline
 		if v = b.cap.view.Load(); v.epoch.Load() != s.table.epoch.Load() {
 			v = b.cap.recompute(s.table)
 		}
 	}
-	c := b.cursor(info)
 	if v == nil && b.sum.nAvail.Load() == 0 { // all isolated, as last summarized
-		return c5.allIsolated(info, b, c)
+		return c5.allIsolated(info, b, b.cursor(info))
 	}
-	p := c.next()
-	if e := &b.entries[p]; (!e.s.isolated.Load() || v.releases(e.broker)) && c5.reachOK(e) {
+	// The cursor's claim and first probe (cursor.next), by hand.
+	iv := info.Index().Add(1)
+	p := b.position(iv)
+	e := &b.entries[p]
+	if (!e.s.isolated.Load() || v.releases(e.broker)) && c5.reachOK(e) {
 		if s.policies.capacity != nil && e.s.cap.below() {
-			p = c5.share(b, v, p, -1, c.v, false)
+			p = c5.share(b, v, p, -1, iv, false)
+			e = &b.entries[p]
 		}
-		return s.picked(info, b, p, StageAvailable)
+		return s.pickedSlot(info, e.s, p, s.stageOf(e.s, StageAvailable)), true
 	}
-	return c5.cascade(info, b, v, -1, c)
+	return c5.cascade(info, b, v, -1, b.probed(info, iv, p))
 }
 
 // allIsolated is the fast path's pick when no queue of the route is
@@ -183,7 +193,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 // trial (trial.go), which it claims. Callers test it last, so a claimed
 // trial is the pick.
 func (c5 cascade5) reachOK(e *entry) bool {
-	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trial(e)
+	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trialOf(e, false)
 }
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last

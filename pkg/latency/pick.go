@@ -50,8 +50,20 @@ type Releaser interface {
 // pick, never both. Safe for concurrent use; allocates nothing
 // for a Strategy's pick; on a zero Pick it does nothing.
 func (p Pick) Release() {
+	// A Strategy's pick, the common one, holds nothing: a comparison of
+	// types, inlined, instead of the interface assertion.
+	if _, ok := p.Reporter.(*Strategy); !ok {
+		release(&p)
+	}
+}
+
+// release is Release for a pick of another Reporter than a Strategy. It is
+// kept out of line so that Release inlines.
+//
+//go:noinline
+func release(p *Pick) {
 	if r, ok := p.Reporter.(Releaser); ok && p.Queue != nil {
-		r.Release(p)
+		r.Release(*p)
 	}
 }
 
@@ -131,14 +143,12 @@ func Stages() []Stage {
 // allocates nothing once the strategy knows info (RouteChanged, or a first
 // pick on it), however many brokers are isolated.
 func (s *Strategy) Select(info *route.PublishInfo, in PickInfo) (Pick, bool) {
-	if info.Len() == 0 {
-		return Pick{}, false
-	}
 	return s.casc.pick(info, in)
 }
 
 // cascade is one mode's selection cascade, chosen once by NewStrategy
-// (cascade5.go, cascade4.go). pick is Select over a route with queues.
+// (cascade5.go, cascade4.go). pick is Select (which it answers alone, so
+// Select inlines): on a route without queues it picks nothing.
 type cascade interface {
 	pick(info *route.PublishInfo, in PickInfo) (Pick, bool)
 }
@@ -147,21 +157,35 @@ type cascade interface {
 // nil for the picks that bind nothing (fault tolerance off): those carry no
 // handle.
 func (s *Strategy) picked(info *route.PublishInfo, b *binding, p int, st Stage) (Pick, bool) {
-	var sl *slot
-	if b != nil {
-		sl = b.entries[p].s
-		if st == StageAvailable && s.policies.reachFirst && !sl.reachable.Load() {
-			st = StageTrial // only a trial passes the first stage unreachable
+	if b == nil {
+		if s.stages != nil {
+			s.stages.add(st)
 		}
+		return Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}, true
 	}
+	sl := b.entries[p].s
+	return s.pickedSlot(info, sl, p, s.stageOf(sl, st)), true
+}
+
+// stageOf is the stage a pick of slot sl answered by stage st reports:
+// st, but a first-stage pick of a broker the detector calls unreachable
+// under reachFirst is a send trial, as only a trial passes the first stage
+// unreachable.
+func (s *Strategy) stageOf(sl *slot, st Stage) Stage {
+	if st == StageAvailable && s.policies.reachFirst && !sl.reachable.Load() {
+		return StageTrial
+	}
+	return st
+}
+
+// pickedSlot is picked for queue p of a binding, whose slot is sl, with
+// the stage to report (stageOf). It is kept small enough to inline into
+// the fast path (cascade5.pick).
+func (s *Strategy) pickedSlot(info *route.PublishInfo, sl *slot, p int, st Stage) Pick {
 	if s.stages != nil {
 		s.stages.add(st)
 	}
-	pk := Pick{Queue: info.QueueRef(p), Stage: st, Reporter: s}
-	if sl != nil {
-		pk.slot = sl.handle
-	}
-	return pk, true
+	return Pick{Queue: info.QueueRef(p), Stage: st, slot: sl.handle, Reporter: s}
 }
 
 // admit applies the user filters to queue p.
@@ -255,6 +279,21 @@ func (c *cursor) claimAhead(k int32) {
 		c.pub = k
 		c.claimed = true
 	}
+}
+
+// position returns queue position of index value v, as route.Position
+// would, without a division where it can (fastPosition).
+func (b *binding) position(v int32) int {
+	if b.posM != 0 {
+		return fastPosition(v, b.posM, len(b.entries))
+	}
+	return route.Position(v, len(b.entries))
+}
+
+// probed returns the cursor over info, b's publish info, that has claimed
+// the index's first move, to value v, and made its probe, at position p.
+func (b *binding) probed(info *route.PublishInfo, v int32, p int) cursor {
+	return cursor{idx: info.Index(), n: len(b.entries), m: b.posM, v: v, pos: p, moved: 1, pub: 1, claimed: true, posOK: true}
 }
 
 // next moves to the next probe and returns its position.

@@ -1,6 +1,7 @@
 package latency_test
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -54,6 +55,15 @@ func TestPickReleaseAnyReporter(t *testing.T) {
 	plain := mocks.NewMockReporter(ctrl) // no Report expected: a call fails the test
 	latency.Pick{Queue: q, Reporter: plain}.Release()
 	latency.Pick{}.Release()
+}
+
+// TestStrategyIsNotReleaser guards Pick.Release's shortcut, which skips a
+// Strategy's picks without asking whether the Reporter is a Releaser: a
+// Strategy holds nothing per pick and must not become one.
+func TestStrategyIsNotReleaser(t *testing.T) {
+	if reflect.TypeFor[*latency.Strategy]().Implements(reflect.TypeFor[latency.Releaser]()) {
+		t.Error("*Strategy implements Releaser: Pick.Release would skip its Release")
+	}
 }
 
 // loadRoute is a route of one queue per broker.
