@@ -193,7 +193,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 // trial (trial.go), which it claims. Callers test it last, so a claimed
 // trial is the pick.
 func (c5 cascade5) reachOK(e *entry) bool {
-	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trialOf(e, false)
+	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trial(e)
 }
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last
