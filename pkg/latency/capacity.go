@@ -241,7 +241,7 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	now := a.table.now()
 	a.table.see(now)
 	m.pushBack(&sl.cap, a.table.units(now))
-	if o.Class == ClassBusy && StallRemark(o.Remark) {
+	if o.Class == ClassBusy && stallRemark(o.Remark) {
 		m.stall(a, o, now)
 	}
 	if o.Class == ClassThrottled {

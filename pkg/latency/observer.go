@@ -28,7 +28,7 @@ const (
 	// ReasonExplicit: the fault table was updated directly with a duration.
 	ReasonExplicit Reason = "explicit"
 	// ReasonStall: the mqfault preset's capacity model: a busy answer said
-	// the broker's store stalled (StallRemark).
+	// the broker's store stalled (stall.go).
 	ReasonStall Reason = "stall"
 )
 
