@@ -277,12 +277,9 @@ const (
 )
 
 // IsBusy reports whether a broker's error answer with code is flow control
-// rather than failure: SYSTEM_BUSY (2) whatever its remark (5.3.3's
-// [REJECTREQUEST], [OVERLOAD], [PCBUSY_CLEAN_QUEUE], [TIMEOUT_CLEAN_QUEUE] and
-// [PC_SYNCHRONIZED], or none: a broker of another version may word it
-// otherwise, and code 2 means flow control alone), or a proxy's
-// TOO_MANY_REQUESTS. Code 14 (service not available), code 1 and the others
-// are failures.
+// rather than failure: SYSTEM_BUSY (2) whatever its remark (a broker of
+// another version may word it otherwise), or a proxy's TOO_MANY_REQUESTS.
+// Every other code (14, service not available, among them) is a failure.
 func IsBusy(code int) bool {
 	return code == CodeSystemBusy || code == CodeTooManyRequests
 }

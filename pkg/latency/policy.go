@@ -141,11 +141,9 @@ type PolicyKnob struct {
 // (it is off).
 func (k PolicyKnob) Get(c Config) any { return k.get(c) }
 
-// Set sets the knob's value in c to v, of the type Get returns (Set panics
-// on another). It first gives c settings of the policy of its own, a copy
-// (so a Config copied before does not change) or, when c has none, zero
-// ones; but setting a zero value where c has none leaves c as it is (the
-// policy off).
+// Set sets the knob's value in c to v, of Get's type (it panics on another),
+// giving c a copy of the policy's settings first (zero ones when c has none,
+// unless v is zero: then c stays as it is, the policy off).
 func (k PolicyKnob) Set(c *Config, v any) { k.set(c, v) }
 
 // knobKind is what a policy knob may hold.

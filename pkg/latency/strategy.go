@@ -13,13 +13,11 @@ import (
 )
 
 // Strategy is the reference's MQFaultStrategy: it picks a queue for each send
-// attempt through a cascade of filters over a publish info, and records each
-// attempt's latency and failure in its fault table. With a Resolver it also
-// runs the detector, which probes isolated brokers in the background.
-// Select and Update are safe for concurrent use, never block, allocate
-// nothing once the route and the broker are known and take no lock held
-// across a call out. Start and Close manage the detector loop, the only
-// goroutine a Strategy owns.
+// attempt through a cascade of filters over a publish info and records each
+// attempt in its fault table; with a Resolver it runs the detector. Select and
+// Update are safe for concurrent use, never block, take no lock held across a
+// call out and allocate nothing once route and broker are known. The detector
+// loop (Start, Close) is the only goroutine a Strategy owns.
 type Strategy struct {
 	mode    Mode
 	spec    *modeSpec // what the mode decides, looked up once
@@ -276,14 +274,13 @@ func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, is
 	}
 }
 
-// DetectRound runs one detector round now, whatever the detector switch says
-// (the switch gates the background ticks). It returns ErrNoDetector when the
-// strategy has none. When it returns, every broker due has been probed and
-// its verdict applied, and so has every broker the background loop's round
-// was probing meanwhile (waited for: RoundReport.Awaited; probed again when
+// DetectRound runs one detector round now, whatever the detector switch (which
+// gates only the background ticks); ErrNoDetector when there is none. When it
+// returns, every broker due has been probed and its verdict applied, and so has
+// every broker another round was probing (RoundReport.Awaited; probed again if
 // its check stamp has passed by then). ctx cancels the round and the wait;
-// probes already running count as inconclusive. Safe for concurrent use; blocks for as long
-// as the probes it waits for (each bounded by DetectTimeout plus ProbeGrace).
+// probes running then count as inconclusive. Safe for concurrent use; blocks
+// while its probes run (each at most DetectTimeout plus ProbeGrace).
 func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	if s.detector == nil {
 		return RoundReport{}, ErrNoDetector
@@ -324,14 +321,11 @@ func (s *Strategy) Start() error {
 	return nil
 }
 
-// Close stops the detector loop, cancels a round in progress and waits for the
-// loop and for every probe to return; then it silences the observer, waiting
-// for the observer calls in progress: once Close has returned the observer
-// is never called again (not by the expiry timers of isolations still
-// pending), and its route changes drop no fault items any more. Select,
-// Update and DetectRound keep working after Close, and isolations still end
-// on time. Close is idempotent: every call returns once the strategy is
-// closed.
+// Close stops the detector loop, cancels a round in progress and waits for every
+// probe; then it silences the observer, waiting for its calls in progress, so
+// that after Close the observer is never called again and route changes drop no
+// fault items. Select, Update and DetectRound keep working, and isolations still
+// end on time. Close is idempotent.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
 	if s.closed {
