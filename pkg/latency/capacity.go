@@ -382,9 +382,8 @@ func partner(p, n int, idx int32) int {
 }
 
 // Weight returns broker's weight under the capacity model now: 1 at full
-// capacity, lower for a while after it pushed back (busy answers,
-// throttled attempts); 1 when the model is off or the broker never pushed
-// back. Safe for concurrent use; it reads the clock.
+// capacity (or the model off), lower for a while after it pushed back. Safe
+// for concurrent use; it reads the clock.
 func (s *Strategy) Weight(broker string) float64 {
 	m := s.policies.capacity
 	sl := s.table.lookup(broker)
@@ -434,10 +433,9 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 // takes most of what it is sent.
 const roomWeight = weightScale / 2
 
-// FullRemark reports whether a busy answer's remark says the broker refused
-// the request at once for want of room ("[OVERLOAD]...": RocketMQ's send pool
-// was full). A send queue's timeout, a busy page cache's refusal (a stall) or
-// any other remark is not. It allocates nothing.
+// FullRemark reports whether a busy answer's remark says the broker refused at
+// once for want of room ("[OVERLOAD]...": its send pool was full); a send
+// queue's timeout, a busy page cache's refusal (a stall) or any other is not.
 func FullRemark(remark string) bool {
 	return strings.HasPrefix(remark, "[OVERLOAD]")
 }

@@ -18,21 +18,19 @@ type Config struct {
 	FaultTolerance bool
 	// Detector turns the detector on (startDetectorEnable, v5 only): it gates
 	// the background rounds, and a transport error then marks the broker
-	// unreachable instead of only isolating it.
+	// unreachable too.
 	Detector bool
 	// DetectInterval is how long a broker's check stamp holds after it is
 	// checked: a broker is probed at most once per interval (reference 2 s).
 	DetectInterval time.Duration
 	// DetectTimeout bounds each probe (reference 200 ms).
 	DetectTimeout time.Duration
-	// DetectPeriod is how often the background loop runs a round
-	// (reference 3 s).
+	// DetectPeriod is how often the background loop runs a round (reference 3 s).
 	DetectPeriod time.Duration
-	// DetectParallel bounds how many probes of one round run at once. The
-	// reference probes one after another: 1.
+	// DetectParallel bounds a round's probes at once (reference 1).
 	DetectParallel int
-	// Durations is the duration table; nil means the mode's own (RocketMQ
-	// 5.x's or 4.x's steps, which Strategy.Durations returns).
+	// Durations is the duration table; nil means the mode's own (5.x's or
+	// 4.x's steps).
 	Durations DurationTable
 	// Filters are user filters joined into the cascade (see Strategy.Select).
 	Filters []route.QueueFilter
@@ -43,8 +41,7 @@ type Config struct {
 	// and Reference4, and DefaultConfig turns each on. They extend mode v5
 	// only (a v4 strategy, which reproduces 4.9.8, ignores them).
 
-	// IsolationCap caps the share of a route's brokers that picks avoid as
-	// isolated at once (isolationcap.go).
+	// IsolationCap caps the share of a route's brokers picks avoid as isolated.
 	IsolationCap *IsolationCapConfig
 	// Backoff lengthens the isolation of repeat offenders (backoff.go).
 	Backoff *BackoffConfig
@@ -55,17 +52,13 @@ type Config struct {
 	// reachable (RocketMQ PR #11146). With the detector on, the v5 first
 	// stage then takes reachable brokers only (policy.go).
 	ProbeFailures bool
-	// Recovery is the sustained recovery rule (recovery.go), which cuts an
-	// isolation the backoff lengthened once probes have answered for a
-	// while.
+	// Recovery is the sustained recovery rule, which cuts a lengthened isolation.
 	Recovery *RecoveryConfig
-	// Capacity is the capacity model (capacity.go): each broker's weight,
-	// its share of picks, falls when it pushes back.
+	// Capacity is the capacity model: a broker's share falls as it pushes back.
 	Capacity *CapacityConfig
 }
 
-// IsolationCapConfig is the isolation cap's settings (Config.IsolationCap;
-// POLICIES.md, "Isolation cap").
+// IsolationCapConfig is the isolation cap's settings (POLICIES.md, "Isolation cap").
 type IsolationCapConfig struct {
 	// MaxFraction caps the share of a route's brokers that picks avoid as
 	// isolated at once: of n at most ceil(MaxFraction x n), at least one;
@@ -83,27 +76,23 @@ type BackoffConfig struct {
 	// level), up to Max; a failure while one holds counts nothing. At
 	// least 1; 0 turns the backoff off.
 	Multiplier float64
-	// Max bounds a lengthened isolation (never below the table's own).
-	// Positive when Multiplier is on.
+	// Max bounds a lengthened isolation (never below the table's own); > 0 when on.
 	Max time.Duration
-	// Decay is how many answered sends that isolate nothing forgive one
-	// level. At least 1 when Multiplier is on.
+	// Decay is how many answered sends that isolate nothing forgive a level; >= 1 when on.
 	Decay int
 }
 
-// RecoveryConfig is the sustained recovery rule's settings (Config.Recovery;
-// recovery.go).
+// RecoveryConfig is the sustained recovery rule's settings (recovery.go).
 type RecoveryConfig struct {
-	// After: a failure isolation the backoff lengthened is cut to the
-	// duration table's once every probe has answered for After since the
-	// failure (not after a busy or slow answer within one failure isolation
-	// before; once per recovery). It takes effect with the backoff and the
-	// detector on. Not negative; 0 turns the rule off.
+	// After: a failure isolation the backoff lengthened is cut to the table's
+	// once every probe has answered for After since the failure (not after a
+	// busy or slow answer within one failure isolation before; once per
+	// recovery); with the backoff and the detector on. >= 0; 0 is off.
 	After time.Duration
 }
 
-// CapacityConfig is the capacity model's settings (Config.Capacity;
-// capacity.go, POLICIES.md "The capacity model" and its knobs' trade-offs).
+// CapacityConfig is the capacity model's settings (Config.Capacity; capacity.go;
+// POLICIES.md, "The capacity model", and its knobs' trade-offs).
 type CapacityConfig struct {
 	// Decrease turns the model on: a busy answer or a throttled attempt
 	// multiplies the broker's weight, in (0, 1], by Decrease (at least 1/32
@@ -111,9 +100,8 @@ type CapacityConfig struct {
 	// loses first-stage picks to a second candidate of higher weight. In
 	// (0, 1); 0 turns the model off.
 	Decrease float64
-	// Recovery is how long a weight takes to climb linearly from 0 back to
-	// 1 after the last push-back. 0 means DefaultCapacityRecovery; not
-	// negative.
+	// Recovery is how long a weight takes to climb linearly from 0 back to 1
+	// after the last push-back; 0 means DefaultCapacityRecovery, not negative.
 	Recovery time.Duration
 }
 
@@ -131,8 +119,7 @@ func Reference5() Config {
 }
 
 // Reference4 returns RocketMQ 4.9.8's defaults exactly: mode v4, fault
-// tolerance off, the 4.x table. (4.x has no detector; its settings are kept
-// valid so a Config can switch modes.)
+// tolerance off, the 4.x table (the detector settings stay valid for a switch).
 func Reference4() Config {
 	c := Reference5()
 	c.Mode = ModeV4
@@ -158,9 +145,8 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate checks every setting and returns nil, or one *ConfigError per
-// problem joined with errors.Join (so errors.As finds the first and the
-// message has one problem per line).
+// Validate checks every setting: nil, or one *ConfigError per problem joined
+// with errors.Join (errors.As finds the first; one problem per line).
 func (c Config) Validate() error {
 	var l configerr.List
 	spec, ok := modeSpecs[c.Mode.orDefault()]

@@ -8,10 +8,9 @@ import (
 	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
-// DurationTable decides how long a broker is isolated after a send that took
-// latency (the reference's latencyMax / notAvailableDuration pair). The strategy
-// asks it on every fault update, so Isolation must be fast, must not block and
-// must be safe for concurrent use. Zero means "not isolated".
+// DurationTable decides how long a send that took latency isolates its broker
+// (the reference's latencyMax / notAvailableDuration); zero is not at all. It
+// is asked on every fault update: fast, never blocking, safe for concurrent use.
 type DurationTable interface {
 	Isolation(latency time.Duration) time.Duration
 }

@@ -74,17 +74,14 @@ type policyKind struct {
 // notes a busy answer, before the capacity model's, which makes the update).
 var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, reachableFirstPolicy, recoveryPolicy, capacityPolicy}
 
-// Policy describes one registered policy past the reference, for the
-// packages that derive their tables from the registry (pkg/config's knobs,
-// pkg/sim's ablations). Its methods are safe to call concurrently.
+// Policy describes one registered policy past the reference, for pkg/config's
+// knobs and pkg/sim's ablations. Its methods are safe to call concurrently.
 type Policy struct {
 	// Name is the policy in words ("isolation cap").
 	Name string
-	// Ablation is the short name of the simulator's ablation that switches
-	// it off ("isolation-cap").
+	// Ablation names the simulator's ablation that turns it off ("isolation-cap").
 	Ablation string
-	// Requires names the ablations whose policies this one takes effect
-	// with ("detector").
+	// Requires names the ablations it takes effect with ("detector").
 	Requires []string
 	// Knobs are its settings, in knob-table order.
 	Knobs []PolicyKnob
@@ -118,18 +115,15 @@ func (p Policy) OffFields() []string {
 	return out
 }
 
-// PolicyKnob is one setting of a policy: the key of a configuration file,
-// its documentation, and the Config field it binds.
+// PolicyKnob is one setting of a policy: its file key, doc and Config field.
 type PolicyKnob struct {
 	// Key is its key in a configuration file ("max_isolated_fraction").
 	Key string
-	// Field is the path in Config of the field it binds
-	// ("IsolationCap.MaxFraction"); Validate's errors name it.
+	// Field is the Config field it binds, as Validate's errors name it ("IsolationCap.MaxFraction").
 	Field string
 	// Doc says what it does, in one line.
 	Doc string
-	// Example is a valid value a parse error shows ("0.5"); empty for
-	// knobs whose kind needs none.
+	// Example is a valid value a parse error shows ("0.5"), or empty.
 	Example string
 
 	get func(Config) any

@@ -74,8 +74,7 @@ type options struct {
 	stages   *StageCounter
 }
 
-// WithStageCounter makes every pick count its cascade stage in c, at the
-// cost of one atomic add per pick (see BenchmarkSelect/.../counted).
+// WithStageCounter makes every pick count its stage in c (an atomic add a pick).
 func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
 // WithClock sets the clock (default clock.Real).
@@ -85,8 +84,8 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // Without one the strategy has no detector.
 func WithResolver(r probe.Resolver) Option { return func(o *options) { o.resolver = r } }
 
-// WithServiceDetector sets what probes an address. Without one, detector
-// rounds still drop brokers the resolver no longer knows, and probe nothing.
+// WithServiceDetector sets what probes an address; without one, rounds probe
+// nothing and only drop brokers the resolver no longer knows.
 func WithServiceDetector(d probe.ServiceDetector) Option { return func(o *options) { o.service = d } }
 
 // withFaultTable makes the strategy keep its fault state in t, a table of
@@ -212,16 +211,14 @@ func (s *Strategy) Mode() Mode { return s.mode }
 // Table returns the fault table the strategy uses.
 func (s *Strategy) Table() *FaultTable { return s.table }
 
-// SetFaultTolerance turns latency fault tolerance on or off; safe to call at
-// any time.
+// SetFaultTolerance turns fault tolerance on or off; safe at any time.
 func (s *Strategy) SetFaultTolerance(on bool) { s.faultOn.Store(on) }
 
 // FaultToleranceEnabled reports whether fault tolerance is on.
 func (s *Strategy) FaultToleranceEnabled() bool { return s.faultOn.Load() }
 
-// SetDetector turns the detector switch on or off (v5; in v4 it does
-// nothing): it gates the background rounds and how a transport error updates
-// the fault table. Safe to call at any time.
+// SetDetector sets the detector switch (v5; nothing in v4), which gates the
+// rounds and how a transport error updates the table; safe at any time.
 func (s *Strategy) SetDetector(on bool) {
 	if s.spec.detector {
 		s.detectorOn.Store(on)
@@ -231,8 +228,7 @@ func (s *Strategy) SetDetector(on bool) {
 // DetectorEnabled reports the detector switch.
 func (s *Strategy) DetectorEnabled() bool { return s.detectorOn.Load() }
 
-// SetDurations replaces the duration table; safe to call at any time. A nil
-// table is ignored.
+// SetDurations replaces the duration table (nil is ignored); safe at any time.
 func (s *Strategy) SetDurations(t DurationTable) {
 	if t != nil && !nilTable(t) {
 		s.durations.Store(&durationsBox{t})
@@ -242,14 +238,12 @@ func (s *Strategy) SetDurations(t DurationTable) {
 // Durations returns the duration table in use.
 func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 
-// Update records the outcome of a send to broker that took latency (the
-// reference's updateFaultItem). It does nothing while fault tolerance is off.
-// Otherwise the broker is isolated for Durations().Isolation(latency), or for
-// the mode's ModeInfo.IsolationLatency's duration when isolation is true
-// (longer with Config.Backoff); v5 keeps reachable, v4 ignores it.
-// A negative latency (a caller's clock that stepped back) counts as 0 (the
-// reference would store it and rank the broker above every healthy one).
-// Safe for concurrent use; allocates nothing for a known broker.
+// Update is the reference's updateFaultItem: unless fault tolerance is off, it
+// isolates broker for Durations().Isolation(latency), or, with isolation, for
+// ModeInfo.IsolationLatency's (longer with Config.Backoff); v5 keeps
+// reachable, v4 ignores it. A negative latency (a clock stepped back) counts as 0
+// (the reference would rank the broker above every healthy one). Safe for concurrent use;
+// allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	s.updateSlot(nil, broker, latency, isolation, reachable)
 }
@@ -288,9 +282,9 @@ func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	return s.detector.Round(ctx), nil
 }
 
-// Start starts the detector loop: every DetectPeriod on the clock, while the
-// detector switch is on, one round. Without a detector it does nothing.
-// Starting twice is harmless; starting after Close returns ErrClosed.
+// Start starts the detector loop: a round every DetectPeriod on the clock while
+// the switch is on (nothing without a detector). Starting twice is harmless;
+// after Close it returns ErrClosed.
 func (s *Strategy) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -308,11 +308,10 @@ func span(now, until int64) time.Duration {
 	return time.Duration(until - now)
 }
 
-// Update records a send to broker that took latency: the item's latency
-// becomes latency, its reachability reachable (v4 has none), and a positive
-// isolation isolates it for that long from now (v5: only ever extending an
-// isolation; v4: overwriting it, so a zero ends it). It allocates nothing for
-// a broker the table already knows.
+// Update records a send to broker that took latency: the item takes latency and
+// reachable (v4 has none), and a positive isolation isolates it that long from
+// now (v5 only ever extends an isolation; v4 overwrites it, so zero ends it).
+// It allocates nothing for a broker the table knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
 	if r, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
 		t.obs.OnIsolate(t.event(broker, ReasonExplicit, latency, r))
