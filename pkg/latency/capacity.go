@@ -397,10 +397,10 @@ func (s *Strategy) Weight(broker string) float64 {
 // than broker has room: reachable, not isolated, and at least at half weight
 // (roomWeight). It reports true when the model is off, or when the table knows
 // no other reachable broker that nothing isolates. It is the producer's
-// RoomModel: the send loop asks it whether to retry a busy answer FullRemark
-// reads as full (POLICIES.md, "A rejection is retried only where there is
-// room"). Safe for concurrent use; it reads the clock, takes no lock and
-// allocates nothing.
+// RoomModel: after reporting the attempt, the send loop asks it whether to
+// retry a busy answer FullRemark reads as full (POLICIES.md, "A rejection is
+// retried only where there is room"). Safe for concurrent use; it reads the
+// clock, takes no lock and allocates nothing.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {

@@ -68,8 +68,7 @@ type IsolationCapConfig struct {
 	MaxFraction float64
 }
 
-// BackoffConfig is the backoff's settings (Config.Backoff; POLICIES.md,
-// "Backoff for repeat offenders").
+// BackoffConfig is the backoff's settings (backoff.go; POLICIES.md).
 type BackoffConfig struct {
 	// Multiplier: a failure isolation is the duration table's times
 	// Multiplier per earlier failure isolation not yet forgiven (the
@@ -91,8 +90,7 @@ type RecoveryConfig struct {
 	After time.Duration
 }
 
-// CapacityConfig is the capacity model's settings (Config.Capacity; capacity.go;
-// POLICIES.md, "The capacity model", and its knobs' trade-offs).
+// CapacityConfig is the capacity model's settings (capacity.go; POLICIES.md).
 type CapacityConfig struct {
 	// Decrease turns the model on: a busy answer or a throttled attempt
 	// multiplies the broker's weight, in (0, 1], by Decrease (at least 1/32

@@ -108,7 +108,7 @@ type ModeInfo struct {
 	Detector bool
 	// Reachability: the mode's table keeps FaultUpdate.Reachable.
 	Reachability bool
-	// LeastBad: the cascade ends in StageLeastBad (pickOneAtLeast).
+	// LeastBad: with fault tolerance on, the cascade ends in StageLeastBad (pickOneAtLeast).
 	LeastBad bool
 	// IsolationLatency is what a failure is charged in the duration table (v5 10 s, v4 30 s).
 	IsolationLatency time.Duration

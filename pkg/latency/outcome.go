@@ -116,10 +116,9 @@ type FaultUpdate struct {
 	Reachable bool
 }
 
-// Reporter takes the outcome of an attempt made on a pick. A Strategy is the
-// Reporter of its own picks; a selector of another kind sets itself (or
-// nil: Done then does nothing). Report must be safe for concurrent use and
-// must not block: it runs on the send path.
+// Reporter takes the outcome of an attempt on a pick: a Strategy reports its
+// own picks; another selector sets itself (or nil: Done then does nothing).
+// Report must be safe for concurrent use and non-blocking: it is on the send path.
 type Reporter interface {
 	Report(p Pick, o Outcome) FaultUpdate
 }

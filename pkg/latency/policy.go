@@ -89,12 +89,10 @@ type Policy struct {
 	on func(Config) bool
 }
 
-// On reports whether the policy's own setting is on in c (what it requires
-// aside).
+// On reports whether its own setting is on in c (what it requires aside).
 func (p Policy) On(c Config) bool { return p.on(c) }
 
-// Off switches the policy off in c: it sets the Config fields that hold its
-// settings (OffFields) to nil (false), and changes nothing else.
+// Off sets the policy's Config fields (OffFields) in c to nil (false).
 func (p Policy) Off(c *Config) {
 	v := reflect.ValueOf(c).Elem()
 	for _, f := range p.OffFields() {
@@ -102,8 +100,7 @@ func (p Policy) Off(c *Config) {
 	}
 }
 
-// OffFields returns the Config fields that hold the policy's settings, which
-// Off clears ("IsolationCap").
+// OffFields returns the Config fields holding its settings ("IsolationCap").
 func (p Policy) OffFields() []string {
 	var out []string
 	for _, k := range p.Knobs {
@@ -130,9 +127,8 @@ type PolicyKnob struct {
 	set func(*Config, any)
 }
 
-// Get returns the knob's value in c: a float64, int, bool or
-// time.Duration, the zero value when c has no settings for the policy
-// (it is off).
+// Get returns the knob's value in c: a float64, int, bool or time.Duration,
+// zero when c has no settings for the policy (it is off).
 func (k PolicyKnob) Get(c Config) any { return k.get(c) }
 
 // Set sets the knob's value in c to v, of Get's type (it panics on another),
@@ -194,8 +190,7 @@ func fieldName[S, T any](ptr func(*S) *T) string {
 	panic("latency: a policy knob binds no field of " + v.Type().Name())
 }
 
-// Policies returns the registry's policies in order. Each call returns new
-// slices; it is safe to call concurrently.
+// Policies lists the policies in order (new slices); safe for concurrent use.
 func Policies() []Policy {
 	out := make([]Policy, len(policyKinds))
 	for i, k := range policyKinds {

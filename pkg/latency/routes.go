@@ -5,9 +5,11 @@ import "github.com/mqfault/mqfault/pkg/route"
 // RouteChanged tells the strategy, and every user filter that decides per
 // route (route.RouteFilter), that info is now its topic's route: the strategy
 // rebuilds what its picks over info read and drops the fault items of brokers
-// no route it was told of names any more (a pick on an unannounced info builds
-// the same, once). It may block while a filter decides. When a filter's Update
-// panics, the others are still told, then the panic goes on to the caller.
+// no route it was told of names any more. A producer calls it on each publish
+// info its route cache installs (a pick on another builds the same, once). It
+// may block while a filter decides (a plugin's batch call). When a filter's
+// Update panics, the others are still told, then the panic goes on to the
+// caller (the producer recovers it).
 func (s *Strategy) RouteChanged(info *route.PublishInfo) {
 	if info == nil {
 		return
