@@ -241,7 +241,7 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	now := a.table.now()
 	a.table.see(now)
 	m.pushBack(&sl.cap, a.table.units(now))
-	if o.Class == ClassBusy && StallRemark(o.Remark) {
+	if o.Class == ClassBusy && stallRemark(o.Remark) {
 		m.stall(a, o, now)
 	}
 	if o.Class == ClassThrottled {
@@ -382,9 +382,8 @@ func partner(p, n int, idx int32) int {
 }
 
 // Weight returns broker's weight under the capacity model now: 1 at full
-// capacity, lower for a while after it pushed back (busy answers,
-// throttled attempts); 1 when the model is off or the broker never pushed
-// back. Safe for concurrent use; it reads the clock.
+// capacity (or the model off), lower for a while after it pushed back. Safe
+// for concurrent use; it reads the clock.
 func (s *Strategy) Weight(broker string) float64 {
 	m := s.policies.capacity
 	sl := s.table.lookup(broker)
@@ -395,19 +394,13 @@ func (s *Strategy) Weight(broker string) float64 {
 }
 
 // RoomElsewhere reports whether, under the capacity model, a broker other
-// than broker has room: it is reachable, not isolated, and at least at half
-// weight (roomWeight; at DefaultCapacityDecrease, three push-backs in quick
-// succession take a broker below it). A retry of broker's busy answer can only find room on
-// such a broker; when there is none, every broker left is refusing the
-// excess and a retry takes the room a first attempt would have had. It
-// reports true when the model is off (the reference configurations, every
-// v4 strategy), or when the table knows no other reachable broker that
-// nothing isolates (the retry then goes back to broker itself, whose queue
-// or tokens may have room again). It is the producer's RoomModel: the send
-// loop asks it, after reporting the attempt, whether to retry a busy answer
-// that FullRemark reads as full, and ends the send with producer.StopNoRoom
-// on false (producer.Loop's "No room"). Safe for concurrent use; it reads
-// the clock, takes no lock and allocates nothing.
+// than broker has room: reachable, not isolated, and at least at half weight
+// (roomWeight). It reports true when the model is off, or when the table knows
+// no other reachable broker that nothing isolates. It is the producer's
+// RoomModel: after reporting the attempt, the send loop asks it whether to
+// retry a busy answer FullRemark reads as full (POLICIES.md, "A rejection is
+// retried only where there is room"). Safe for concurrent use; it reads the
+// clock, takes no lock and allocates nothing.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {
@@ -440,15 +433,9 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 // takes most of what it is sent.
 const roomWeight = weightScale / 2
 
-// FullRemark reports whether a busy answer's remark says the broker refused
-// the request at once for want of room: RocketMQ's send pool was full
-// ("[OVERLOAD]...", NettyRemotingAbstract on a rejected execution). A send
-// queue's timeout ("[TIMEOUT_CLEAN_QUEUE]...") does not: it says the queue
-// was full when the send joined it, or that the store stalled; nor does a
-// busy page cache's refusal ("[REJECTREQUEST]...", a stall) or any other
-// remark. Only a busy answer FullRemark reads as full is put to
-// RoomElsewhere by the producer's send loop. Safe for concurrent use; it
-// allocates nothing.
+// FullRemark reports whether a busy answer's remark says the broker refused at
+// once for want of room ("[OVERLOAD]...": its send pool was full); a send
+// queue's timeout, a busy page cache's refusal (a stall) or any other is not.
 func FullRemark(remark string) bool {
 	return strings.HasPrefix(remark, "[OVERLOAD]")
 }

@@ -173,13 +173,11 @@ func avoidLast(info *route.PublishInfo, c *cursor, last string) (int, Stage) {
 	return c.next(), StageAny
 }
 
-// SelectAvoiding is the reference's own pick of a topic's publish info
-// (TopicPublishInfo.selectOneMessageQueue(lastBrokerName), which 4.9.8 makes
-// with fault tolerance off): with an empty last broker one move of the index;
-// otherwise up to Len() moves for a queue not on last, and after Len() misses
-// one more. ok is false only when info has no queues. The queue points into
-// info's list and must not be modified. Safe for concurrent use; it
-// allocates nothing.
+// SelectAvoiding is the reference's TopicPublishInfo.selectOneMessageQueue
+// (lastBrokerName), 4.9.8's pick with fault tolerance off: with no last broker
+// one move of the index, else up to Len() moves for a queue not on last, then
+// one more; ok is false only when info has no queues. The queue is info's (do
+// not modify it). Safe for concurrent use; allocates nothing.
 func SelectAvoiding(info *route.PublishInfo, last string) (q *route.MessageQueue, ok bool) {
 	if info.Len() == 0 {
 		return nil, false

@@ -18,21 +18,19 @@ type Config struct {
 	FaultTolerance bool
 	// Detector turns the detector on (startDetectorEnable, v5 only): it gates
 	// the background rounds, and a transport error then marks the broker
-	// unreachable instead of only isolating it.
+	// unreachable too.
 	Detector bool
 	// DetectInterval is how long a broker's check stamp holds after it is
 	// checked: a broker is probed at most once per interval (reference 2 s).
 	DetectInterval time.Duration
 	// DetectTimeout bounds each probe (reference 200 ms).
 	DetectTimeout time.Duration
-	// DetectPeriod is how often the background loop runs a round
-	// (reference 3 s).
+	// DetectPeriod is how often the background loop runs a round (reference 3 s).
 	DetectPeriod time.Duration
-	// DetectParallel bounds how many probes of one round run at once. The
-	// reference probes one after another: 1.
+	// DetectParallel bounds a round's probes at once (reference 1).
 	DetectParallel int
-	// Durations is the duration table; nil means the mode's own (RocketMQ
-	// 5.x's or 4.x's steps, which Strategy.Durations returns).
+	// Durations is the duration table; nil means the mode's own (5.x's or
+	// 4.x's steps).
 	Durations DurationTable
 	// Filters are user filters joined into the cascade (see Strategy.Select).
 	Filters []route.QueueFilter
@@ -43,96 +41,66 @@ type Config struct {
 	// and Reference4, and DefaultConfig turns each on. They extend mode v5
 	// only (a v4 strategy, which reproduces 4.9.8, ignores them).
 
-	// IsolationCap caps the share of a route's brokers that picks avoid as
-	// isolated at once (isolationcap.go).
+	// IsolationCap caps the share of a route's brokers picks avoid as isolated.
 	IsolationCap *IsolationCapConfig
 	// Backoff lengthens the isolation of repeat offenders (backoff.go).
 	Backoff *BackoffConfig
-	// ProbeFailures makes a failed detector probe (any error but
-	// probe.ErrInconclusive, a timeout included) mark the broker unreachable,
-	// unless (with the capacity model on) a send of it was answered, busy
-	// included, within DetectInterval: the sends are the stronger evidence.
-	// The reference only ever marks a broker reachable (RocketMQ PR #11146).
-	// With the detector on it also makes the v5 cascade's first stage take
-	// only reachable brokers (policy.go's reachableFirstPolicy).
+	// ProbeFailures makes a failed probe (any error but
+	// probe.ErrInconclusive, a timeout included) mark the broker
+	// unreachable, unless (capacity model on) a send of it was answered,
+	// busy included, within DetectInterval; the reference only marks
+	// reachable (RocketMQ PR #11146). With the detector on, the v5 first
+	// stage then takes reachable brokers only (policy.go).
 	ProbeFailures bool
-	// Recovery is the sustained recovery rule (recovery.go), which cuts an
-	// isolation the backoff lengthened once probes have answered for a
-	// while.
+	// Recovery is the sustained recovery rule, which cuts a lengthened isolation.
 	Recovery *RecoveryConfig
-	// Capacity is the capacity model (capacity.go): each broker's weight,
-	// its share of picks, falls when it pushes back.
+	// Capacity is the capacity model: a broker's share falls as it pushes back.
 	Capacity *CapacityConfig
 }
 
-// IsolationCapConfig is the isolation cap's settings (Config.IsolationCap).
+// IsolationCapConfig is the isolation cap's settings (POLICIES.md, "Isolation cap").
 type IsolationCapConfig struct {
 	// MaxFraction caps the share of a route's brokers that picks avoid as
-	// isolated at once (Envoy's max ejection percent): of n brokers at most
-	// ceil(MaxFraction x n), at least one. When the fault table isolates
-	// more, the least bad of them (POLICIES.md gives the order) count as
-	// available in the cascade's first stage; a retry still prefers a
-	// broker nothing isolates. The table, its items and events are
-	// unchanged. In [0, 1]; 0 (a file's max_isolated_fraction: 0) and 1
-	// turn the cap off.
+	// isolated at once: of n at most ceil(MaxFraction x n), at least one;
+	// the least bad of the rest count as available in the first stage (a
+	// retry still prefers a broker nothing isolates). The table and its
+	// events are unchanged. In [0, 1]; 0 and 1 turn the cap off.
 	MaxFraction float64
 }
 
-// BackoffConfig is the backoff's settings (Config.Backoff).
+// BackoffConfig is the backoff's settings (backoff.go; POLICIES.md).
 type BackoffConfig struct {
-	// Multiplier lengthens the isolation of repeat offenders (Envoy and
-	// gRPC outlier detection): a broker's failure isolation is the duration
-	// table's times Multiplier for every earlier failure isolation of it
-	// that successes have not yet forgiven (the level), up to Max. A
-	// failure starts a failure isolation, and raises the level, only when
-	// the broker is not already isolated by a failure, so a burst of sends
-	// failing on one outage counts once. At least 1; 0 (a file's
-	// isolation_backoff: 0) turns the backoff off.
+	// Multiplier: a failure isolation is the duration table's times
+	// Multiplier per earlier failure isolation not yet forgiven (the
+	// level), up to Max; a failure while one holds counts nothing. At
+	// least 1; 0 turns the backoff off.
 	Multiplier float64
-	// Max bounds an isolation the backoff lengthened; it never shortens
-	// the duration table's own. Positive when Multiplier is on.
+	// Max bounds a lengthened isolation (never below the table's own); > 0 when on.
 	Max time.Duration
-	// Decay is how many answered sends that isolate nothing forgive one
-	// failure isolation (lower the level by one). At least 1 when
-	// Multiplier is on.
+	// Decay is how many answered sends that isolate nothing forgive a level; >= 1 when on.
 	Decay int
 }
 
-// RecoveryConfig is the sustained recovery rule's settings
-// (Config.Recovery).
+// RecoveryConfig is the sustained recovery rule's settings (recovery.go).
 type RecoveryConfig struct {
-	// After turns on the sustained recovery rule (recovery.go): a failure
-	// isolation the backoff lengthened is cut to what the duration table
-	// alone gave once the detector's probes have answered, every one, for
-	// After since the failure that began it; never when the broker
-	// answered busy or slowly within one failure isolation before; once per
-	// recovery (recovery.go describes the trial that follows a cut). It
-	// takes effect with the backoff and the detector on. Not negative; 0
-	// (a file's recovered_after: 0) turns the rule off.
+	// After: a failure isolation the backoff lengthened is cut to the table's
+	// once every probe has answered for After since the failure (not after a
+	// busy or slow answer within one failure isolation before; once per
+	// recovery); with the backoff and the detector on. >= 0; 0 is off.
 	After time.Duration
 }
 
-// CapacityConfig is the capacity model's settings (Config.Capacity).
+// CapacityConfig is the capacity model's settings (capacity.go; POLICIES.md).
 type CapacityConfig struct {
-	// Decrease turns on the capacity model (capacity.go): each broker has
-	// a weight in (0, 1], and a busy answer (any remark) or a throttled
-	// attempt multiplies it by Decrease (at least 1/32 is left) instead of
-	// isolating the broker; a broker below full weight loses its share of
-	// first-stage picks (first attempts and retries) to a second candidate
-	// of higher weight, in proportion, and brokers of equal weight keep
-	// round robin's spread. It trades how fast the share leaves a broker
-	// that pushes back (lower: faster, after fewer busy answers) against
-	// how much a broker that pushed back once, a stall or a restart, loses
-	// meanwhile (higher: less). The push-back isolates nothing, marks
-	// nothing unreachable and is not recorded as latency. In (0, 1); 0 (a
-	// file's capacity_decrease: 0) turns the model off.
+	// Decrease turns the model on: a busy answer or a throttled attempt
+	// multiplies the broker's weight, in (0, 1], by Decrease (at least 1/32
+	// is left) instead of isolating it, and a broker below full weight
+	// loses first-stage picks to a second candidate of higher weight. In
+	// (0, 1); 0 turns the model off.
 	Decrease float64
-	// Recovery is how long a broker's weight takes to climb from 0 back to
-	// 1 (linearly) after its last push-back, so at most this long after
-	// it, it is at full weight. It trades how soon a broker that had no
-	// room gets its share back (shorter) against how many busy answers a
-	// broker still short of room gives before its weight falls again
-	// (longer: fewer). 0 means DefaultCapacityRecovery (4 s); not negative.
+	// Recovery is how long a weight takes to climb linearly from 0 back to 1
+	// after the last push-back; 0 means DefaultCapacityRecovery (4 s), not
+	// negative.
 	Recovery time.Duration
 }
 
@@ -150,23 +118,17 @@ func Reference5() Config {
 }
 
 // Reference4 returns RocketMQ 4.9.8's defaults exactly: mode v4, fault
-// tolerance off, the 4.x table. (4.x has no detector; its settings are kept
-// valid so a Config can switch modes.)
+// tolerance off, the 4.x table (the detector settings stay valid for a switch).
 func Reference4() Config {
 	c := Reference5()
 	c.Mode = ModeV4
 	return c
 }
 
-// DefaultConfig returns the recommended settings, the mqfault preset: the
-// 5.3.3 semantics with fault tolerance and the detector on (DetectParallel
-// 16; DetectPeriod and DetectInterval 1 s, so a broker back from an outage
-// gets first attempts again within about a second), and the policies past
-// the reference on: the isolation cap at MaxFraction 0.5; the backoff at
-// Multiplier 2 with Max 60 s and Decay 1000; ProbeFailures; the capacity
-// model at Decrease 0.75 with Recovery 1 s; the recovery rule at After 3 s.
-// Each field's doc says what it does; pkg/latency/POLICIES.md justifies each
-// value with the simulator's results. Each call returns new policy structs.
+// DefaultConfig returns the mqfault preset: 5.3.3's semantics with fault
+// tolerance and the detector on, and the policies past the reference on; its
+// values are in the code below and POLICIES.md ("The preset, value by value")
+// justifies each. Each call returns new policy structs.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.FaultTolerance = true
@@ -182,9 +144,8 @@ func DefaultConfig() Config {
 	return c
 }
 
-// Validate checks every setting and returns nil, or one *ConfigError per
-// problem joined with errors.Join (so errors.As finds the first and the
-// message has one problem per line).
+// Validate checks every setting: nil, or one *ConfigError per problem joined
+// with errors.Join (errors.As finds the first; one problem per line).
 func (c Config) Validate() error {
 	var l configerr.List
 	spec, ok := modeSpecs[c.Mode.orDefault()]

@@ -8,19 +8,16 @@ import (
 	"github.com/mqfault/mqfault/internal/input/configerr"
 )
 
-// DurationTable decides how long a broker is isolated after a send that took
-// latency (the reference's latencyMax / notAvailableDuration pair). The strategy
-// asks it on every fault update, so Isolation must be fast, must not block and
-// must be safe for concurrent use. Zero means "not isolated".
+// DurationTable decides how long a send that took latency isolates its broker
+// (the reference's latencyMax / notAvailableDuration); zero is not at all. It
+// is asked on every fault update: fast, never blocking, safe for concurrent use.
 type DurationTable interface {
 	Isolation(latency time.Duration) time.Duration
 }
 
-// StepTable is the reference's duration table: thresholds in ascending order
-// and the isolation each one gives. The isolation for a latency is that of the
-// highest threshold not above it, or 0 below the first.
-//
-// A StepTable is immutable and safe for concurrent use.
+// StepTable is the reference's duration table: ascending thresholds and the
+// isolation of each; a latency gets that of the highest threshold not above it,
+// or 0 below the first. Immutable and safe for concurrent use.
 type StepTable struct {
 	latencyMax   []time.Duration
 	notAvailable []time.Duration
@@ -28,12 +25,11 @@ type StepTable struct {
 
 var _ DurationTable = (*StepTable)(nil)
 
-// NewStepTable builds a table from its two columns. Columns of unequal length,
-// thresholds not strictly ascending and negative values are errors (the
-// reference throws only when the threshold column is the longer one and
-// silently accepts thresholds out of order, which changes its answers): one
-// *ConfigError per problem, joined, whose Field is the column (latencyMax or
-// notAvailable) and Item the position in it, from 1.
+// NewStepTable builds a table from its two columns. Unequal lengths, thresholds
+// not strictly ascending and negative values are errors (the reference throws
+// only on a longer threshold column and accepts thresholds out of order, which
+// changes its answers): one *ConfigError per problem, joined, its Field the
+// column (latencyMax or notAvailable), its Item the position from 1.
 func NewStepTable(latencyMax, notAvailable []time.Duration) (*StepTable, error) {
 	var l configerr.List
 	if len(latencyMax) != len(notAvailable) {

@@ -48,3 +48,6 @@ var (
 type DurationTableFunc = durationTableFunc
 
 var MustStepTable = mustStepTable
+
+// StallRemark is the capacity model's reading of a stalled store's remark.
+var StallRemark = stallRemark

@@ -44,11 +44,10 @@ type leastBadKey struct {
 	slot      *slot
 }
 
-// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): of the
-// items sorted available first, then lower latency, earlier isolation end
-// and name, one of the better half in round robin (WorstIndex). ok is false
-// when there are no items. Over an unchanged table it allocates nothing and
-// takes no lock.
+// PickLeastBad returns the "least bad" broker (4.x pickOneAtLeast): of the items
+// sorted available first, then lower latency, earlier isolation end and name,
+// one of the better half in round robin (WorstIndex); ok is false with no items.
+// Over an unchanged table it allocates nothing and takes no lock.
 func (t *FaultTable) PickLeastBad() (broker string, ok bool) {
 	name, _, ok := t.leastBad()
 	return name, ok

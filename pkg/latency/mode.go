@@ -9,8 +9,7 @@ import (
 // spec (mode5.go, mode4.go) holds everything a mode decides.
 type Mode string
 
-// Valid reports whether m is a registered mode (the empty mode counts as
-// the default, ModeV5).
+// Valid reports whether m is a registered mode ("" is ModeV5).
 func (m Mode) Valid() bool { return modeSpecs[m.orDefault()] != nil }
 
 func (m Mode) orDefault() Mode {
@@ -83,8 +82,7 @@ func Modes() []Mode {
 	return out
 }
 
-// ModeChoices is the registered modes as a message offers them:
-// `"v5" or "v4"`.
+// ModeChoices lists the modes as a message offers them: `"v5" or "v4"`.
 func ModeChoices() string {
 	var b []byte
 	for i, s := range modes {
@@ -102,28 +100,24 @@ func ModeChoices() string {
 	return string(b)
 }
 
-// ModeInfo is what a mode has, for what adapts to it: the producer's send
-// loop, the trace runner, the configuration knobs.
+// ModeInfo is what a mode has, for the send loop, trace runner and knobs.
 type ModeInfo struct {
 	Mode  Mode
 	About string // whose decisions the mode reproduces, such as "RocketMQ 5.3.3"
 	// Detector: the mode has a detector (Config.Detector may be on).
 	Detector bool
-	// Reachability: the mode's fault table records whether a broker is
-	// reachable (FaultUpdate.Reachable counts; Item.Reachable is kept).
+	// Reachability: the mode's table keeps FaultUpdate.Reachable.
 	Reachability bool
-	// LeastBad: with fault tolerance on, the cascade ends in the least-bad
-	// broker (StageLeastBad; the reference's pickOneAtLeast).
+	// LeastBad: with fault tolerance on, the cascade ends in StageLeastBad (pickOneAtLeast).
 	LeastBad bool
-	// IsolationLatency is the latency a failed send is charged in the
-	// duration table (Strategy.Update with isolation): 10 s in v5, 30 s in v4.
+	// IsolationLatency is what a failure is charged in the duration table (v5 10 s, v4 30 s).
 	IsolationLatency time.Duration
 	// Send are the send loop's rules.
 	Send SendRules
 }
 
-// Info returns what m has ("" is ModeV5), or false for an unregistered
-// mode. Each call returns a copy of its own. Safe for concurrent use.
+// Info returns a copy of what m has ("" is ModeV5), or false for an
+// unregistered mode. Safe for concurrent use.
 func (m Mode) Info() (ModeInfo, bool) {
 	s := modeSpecs[m.orDefault()]
 	if s == nil {
@@ -137,31 +131,24 @@ func (m Mode) Info() (ModeInfo, bool) {
 	}, true
 }
 
-// SendRules are the send-loop rules a mode fixes beyond the fault updates
-// (UpdateFor): where the reference versions' send loops differ. pkg/producer
-// reads them once per Policy.
+// SendRules are the send-loop rules a mode fixes beyond the fault updates,
+// where the reference versions' send loops differ; pkg/producer reads them once per Policy.
 type SendRules struct {
-	// RetryCodes are the broker response codes a sync send retries after
-	// unless the producer is given its own.
+	// RetryCodes are the codes a sync send retries unless the producer has its own.
 	RetryCodes []int
-	// ResetIndex makes a sync retry's pick reset the route's index
-	// (PickInfo.ResetIndex: 5.x's sendDefaultImpl resetIndex).
+	// ResetIndex: a sync retry's pick resets the index (PickInfo.ResetIndex, 5.x).
 	ResetIndex bool
-	// AsyncRetryBudget makes an async retry check the send's time budget
-	// before it starts (5.x's onExceptionImpl).
+	// AsyncRetryBudget: an async retry checks the time budget first (5.x's onExceptionImpl).
 	AsyncRetryBudget bool
-	// Classes is what the loop does after an attempt of each class, indexed
-	// by Class. A zero row is a missing one (TestModeSpecsComplete).
+	// Classes is the rule after each class, by Class; a zero row is a missing one.
 	Classes [numClasses]SendRule
 }
 
 // SendRule is what the send loop does after an attempt met one class.
 type SendRule struct {
-	// Sync is the rule for a sync or oneway attempt, and for an async first
-	// attempt that failed before its request was handed over.
+	// Sync: a sync or oneway attempt, or an async one failed before its hand-over.
 	Sync Next
-	// Async is the rule for an async attempt after its hand-over
-	// (PathAsyncAnswer).
+	// Async: an async attempt after its hand-over (PathAsyncAnswer).
 	Async Next
 }
 
@@ -176,8 +163,7 @@ const (
 	NextAnswer
 	// NextRetry starts the next attempt, if one is left.
 	NextRetry
-	// NextRetryCode retries when the broker's code is a retry code, else
-	// ends the send.
+	// NextRetryCode retries on a retry code, else ends the send.
 	NextRetryCode
 	// NextEnd ends the send.
 	NextEnd

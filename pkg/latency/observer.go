@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// Observer is told what the fault table and the detector do: isolations,
-// recoveries and probe results. Methods are called synchronously from Update,
-// from expiry timers and from detector goroutines, never from Select; they
-// must be safe for concurrent use and must not block. A strategy's observer
-// is not called once its Close has returned (Close waits for the calls in
+// Observer is told of isolations, recoveries and probe results, synchronously
+// from Update, expiry timers and detector goroutines, never from Select: its
+// methods must be safe for concurrent use and must not block. After its
+// strategy's Close returns it is never called (Close waits for calls in
 // progress, so an observer must not call Close).
 type Observer interface {
 	OnIsolate(ev IsolationEvent)
@@ -28,7 +27,7 @@ const (
 	// ReasonExplicit: the fault table was updated directly with a duration.
 	ReasonExplicit Reason = "explicit"
 	// ReasonStall: the mqfault preset's capacity model: a busy answer said
-	// the broker's store stalled (StallRemark).
+	// the broker's store stalled (stall.go).
 	ReasonStall Reason = "stall"
 )
 
@@ -43,9 +42,8 @@ type IsolationEvent struct {
 	Duration  time.Duration // the isolation the duration table gave
 	Until     time.Time     // when the broker becomes available again, on the wall clock as it read at the event
 	Reachable bool
-	// Extended: the broker was isolated already and this moved the end of
-	// its isolation later (false: the isolation began here). Counting the
-	// events with Extended false counts the isolations exactly.
+	// Extended: this moved a running isolation's end later; the events
+	// with Extended false count the isolations exactly.
 	Extended bool
 }
 

@@ -5,14 +5,13 @@ import (
 	"time"
 )
 
-// Class is what one send attempt met, as the fault table's update rules see
-// it. The producer classifies what its Transport returned (producer.Classify)
-// and reports it through the pick (Pick.Done).
+// Class is what one send attempt met, as the update rules see it: the
+// producer classifies its Transport's result (producer.Classify).
 type Class uint8
 
 const (
-	// ClassAnswered: the broker answered with a send status, or (on
-	// PathSend) an async request was handed over / a oneway request written.
+	// ClassAnswered: a send status came, or (PathSend) an async request was
+	// handed over or a oneway one written.
 	ClassAnswered Class = iota
 	// ClassBusy: the broker refused the request under flow control (see
 	// IsBusy). The reference modes treat it exactly as ClassBroker.
@@ -26,9 +25,8 @@ const (
 	ClassTransportTimeout
 	// ClassTransportNotSent: the request could not be handed to the network.
 	ClassTransportNotSent
-	// ClassThrottled: the client's own flow control refused the request (the
-	// reference's RemotingTooMuchRequestException); the fault table treats it
-	// as a transport failure.
+	// ClassThrottled: the client's own flow control refused the request
+	// (RemotingTooMuchRequestException), ruled as a transport failure.
 	ClassThrottled
 	// ClassClient: the attempt failed on the client before any request was
 	// sent (no address for the broker, an unencodable message).
@@ -43,9 +41,8 @@ var classNames = [numClasses]string{
 	"throttled", "client", "cancelled",
 }
 
-// String returns the class's name: answered, busy, broker,
-// transport_failed, transport_timeout, transport_not_sent, throttled, client
-// or cancelled.
+// String returns the class's name, its constant's in snake case without
+// Class ("transport_failed").
 func (c Class) String() string {
 	if c < numClasses {
 		return classNames[c]
@@ -62,15 +59,13 @@ func Classes() []Class {
 	return out
 }
 
-// Path says on which of the reference's code paths an outcome is reported:
-// the update rules differ between them.
+// Path is the reference's code path an outcome is reported on (rules differ).
 type Path uint8
 
 const (
-	// PathSend is sendDefaultImpl's attempt: every sync and oneway attempt,
-	// the hand-over of an async request (reported as ClassAnswered, the
-	// reference's dispatch update), and a first async attempt that failed
-	// before its request left.
+	// PathSend is sendDefaultImpl's attempt: every sync and oneway one, an
+	// async hand-over (ClassAnswered, the dispatch update), and a first
+	// async attempt that failed before its request left.
 	PathSend Path = iota
 	// PathAsyncAnswer is the end of an async request that was handed over
 	// (MQClientAPIImpl's response and failure callbacks).
@@ -95,8 +90,7 @@ func (p Path) String() string {
 type Outcome struct {
 	// Class is what the attempt met.
 	Class Class
-	// Path is the reference code path the outcome is reported on (zero:
-	// PathSend, every sync and oneway attempt).
+	// Path is the reference code path it is reported on (zero: PathSend).
 	Path Path
 	// Latency is how long the attempt took: the latency of its fault update.
 	Latency time.Duration
@@ -104,13 +98,10 @@ type Outcome struct {
 	// ClassBroker).
 	Code   int
 	Remark string
-	// Err is the attempt's error, if any. The update rules do not read it;
-	// a Reporter other than the Strategy may.
+	// Err is the attempt's error, if any (for other Reporters; rules ignore it).
 	Err error
-	// Pending: the attempt goes on after this report (an async request's
-	// hand-over); its end is reported later through the same pick. A
-	// pending report does not end the attempt (the capacity model reads
-	// the attempt's end only).
+	// Pending: the attempt goes on (an async hand-over) and its end is
+	// reported later through the same pick; only the end ends the attempt.
 	Pending bool
 }
 
@@ -125,10 +116,9 @@ type FaultUpdate struct {
 	Reachable bool
 }
 
-// Reporter takes the outcome of an attempt made on a pick. A Strategy is the
-// Reporter of its own picks; a selector of another kind sets itself (or
-// nil: Done then does nothing). Report must be safe for concurrent use and
-// must not block: it runs on the send path.
+// Reporter takes the outcome of an attempt on a pick: a Strategy reports its
+// own picks; another selector sets itself (or nil: Done then does nothing).
+// Report must be safe for concurrent use and non-blocking: it is on the send path.
 type Reporter interface {
 	Report(p Pick, o Outcome) FaultUpdate
 }
@@ -145,13 +135,11 @@ func (p Pick) Done(o Outcome) FaultUpdate {
 	return p.Reporter.Report(p, o)
 }
 
-// Report applies the mode's update rules to the outcome of an attempt on p
-// (see UpdateFor) and makes the update (Update, which does nothing while
-// fault tolerance is off). It returns the update the rules call for, made or
-// not. It finds the broker's slot once, from the handle p carries (by name
-// for a pick without one, or one whose broker left the table since), and
-// hands it to the policies' hooks and to the update. Safe for concurrent
-// use; allocates nothing for a known broker.
+// Report applies the mode's update rules (UpdateFor) to the outcome of an
+// attempt on p, makes the update (Update) and returns it, made or not. It finds
+// the broker's slot once, from p's handle (else by name), for the policies'
+// hooks and the update. Safe for concurrent use; allocates nothing for a known
+// broker.
 func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}
@@ -184,10 +172,9 @@ func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	return u
 }
 
-// UpdateFor is the fault update mode's rules call for when an attempt on
-// broker met o, with the detector switch at detectorOn. The rules are the
-// reference's (5.3.3 and 4.9.8; a mode "" or an unregistered one is v5),
-// with latency = o.Latency:
+// UpdateFor is the fault update (latency o.Latency) the rules of mode (v5 for
+// "" or an unregistered one) call for when an attempt on broker met o, with the
+// detector switch at detectorOn, as in 5.3.3 and 4.9.8:
 //
 //	path           class                               v5 (isolation, reachable)  v4 isolation
 //	send           answered                            false, true                false
@@ -268,21 +255,15 @@ var (
 
 // Response codes that mean flow control.
 const (
-	// CodeSystemBusy is RocketMQ's SYSTEM_BUSY (2), which a broker answers
-	// under flow control.
+	// CodeSystemBusy is RocketMQ's SYSTEM_BUSY.
 	CodeSystemBusy = 2
-	// CodeTooManyRequests is a RocketMQ 5.x gRPC proxy's TOO_MANY_REQUESTS
-	// status code (apache/rocketmq-apis Code 42900).
+	// CodeTooManyRequests is a 5.x gRPC proxy's TOO_MANY_REQUESTS (rocketmq-apis).
 	CodeTooManyRequests = 42900
 )
 
-// IsBusy reports whether a broker's error answer with code is flow control
-// rather than failure: SYSTEM_BUSY (2) whatever its remark (5.3.3's
-// [REJECTREQUEST], [OVERLOAD], [PCBUSY_CLEAN_QUEUE], [TIMEOUT_CLEAN_QUEUE] and
-// [PC_SYNCHRONIZED], or none: a broker of another version may word it
-// otherwise, and code 2 means flow control alone), or a proxy's
-// TOO_MANY_REQUESTS. Code 14 (service not available), code 1 and the others
-// are failures.
+// IsBusy reports whether a broker's error code is flow control, not failure:
+// SYSTEM_BUSY (2) whatever its remark (brokers word it differently), or a
+// proxy's TOO_MANY_REQUESTS; every other code (14 among them) is a failure.
 func IsBusy(code int) bool {
 	return code == CodeSystemBusy || code == CodeTooManyRequests
 }

@@ -74,17 +74,14 @@ type policyKind struct {
 // notes a busy answer, before the capacity model's, which makes the update).
 var policyKinds = []policyKind{isolationCapPolicy, backoffPolicy, reachableFirstPolicy, recoveryPolicy, capacityPolicy}
 
-// Policy describes one registered policy past the reference, for the
-// packages that derive their tables from the registry (pkg/config's knobs,
-// pkg/sim's ablations). Its methods are safe to call concurrently.
+// Policy describes one registered policy past the reference, for pkg/config's
+// knobs and pkg/sim's ablations. Its methods are safe to call concurrently.
 type Policy struct {
 	// Name is the policy in words ("isolation cap").
 	Name string
-	// Ablation is the short name of the simulator's ablation that switches
-	// it off ("isolation-cap").
+	// Ablation names the simulator's ablation that turns it off ("isolation-cap").
 	Ablation string
-	// Requires names the ablations whose policies this one takes effect
-	// with ("detector").
+	// Requires names the ablations it takes effect with ("detector").
 	Requires []string
 	// Knobs are its settings, in knob-table order.
 	Knobs []PolicyKnob
@@ -92,12 +89,10 @@ type Policy struct {
 	on func(Config) bool
 }
 
-// On reports whether the policy's own setting is on in c (what it requires
-// aside).
+// On reports whether its own setting is on in c (what it requires aside).
 func (p Policy) On(c Config) bool { return p.on(c) }
 
-// Off switches the policy off in c: it sets the Config fields that hold its
-// settings (OffFields) to nil (false), and changes nothing else.
+// Off sets the policy's Config fields (OffFields) in c to nil (false).
 func (p Policy) Off(c *Config) {
 	v := reflect.ValueOf(c).Elem()
 	for _, f := range p.OffFields() {
@@ -105,8 +100,7 @@ func (p Policy) Off(c *Config) {
 	}
 }
 
-// OffFields returns the Config fields that hold the policy's settings, which
-// Off clears ("IsolationCap").
+// OffFields returns the Config fields holding its settings ("IsolationCap").
 func (p Policy) OffFields() []string {
 	var out []string
 	for _, k := range p.Knobs {
@@ -118,34 +112,28 @@ func (p Policy) OffFields() []string {
 	return out
 }
 
-// PolicyKnob is one setting of a policy: the key of a configuration file,
-// its documentation, and the Config field it binds.
+// PolicyKnob is one setting of a policy: its file key, doc and Config field.
 type PolicyKnob struct {
 	// Key is its key in a configuration file ("max_isolated_fraction").
 	Key string
-	// Field is the path in Config of the field it binds
-	// ("IsolationCap.MaxFraction"); Validate's errors name it.
+	// Field is the Config field it binds, as Validate's errors name it ("IsolationCap.MaxFraction").
 	Field string
 	// Doc says what it does, in one line.
 	Doc string
-	// Example is a valid value a parse error shows ("0.5"); empty for
-	// knobs whose kind needs none.
+	// Example is a valid value a parse error shows ("0.5"), or empty.
 	Example string
 
 	get func(Config) any
 	set func(*Config, any)
 }
 
-// Get returns the knob's value in c: a float64, int, bool or
-// time.Duration, the zero value when c has no settings for the policy
-// (it is off).
+// Get returns the knob's value in c: a float64, int, bool or time.Duration,
+// zero when c has no settings for the policy (it is off).
 func (k PolicyKnob) Get(c Config) any { return k.get(c) }
 
-// Set sets the knob's value in c to v, of the type Get returns (Set panics
-// on another). It first gives c settings of the policy of its own, a copy
-// (so a Config copied before does not change) or, when c has none, zero
-// ones; but setting a zero value where c has none leaves c as it is (the
-// policy off).
+// Set sets the knob's value in c to v, of Get's type (it panics on another),
+// giving c a copy of the policy's settings first (zero ones when c has none,
+// unless v is zero: then c stays as it is, the policy off).
 func (k PolicyKnob) Set(c *Config, v any) { k.set(c, v) }
 
 // knobKind is what a policy knob may hold.
@@ -202,8 +190,7 @@ func fieldName[S, T any](ptr func(*S) *T) string {
 	panic("latency: a policy knob binds no field of " + v.Type().Name())
 }
 
-// Policies returns the registry's policies in order. Each call returns new
-// slices; it is safe to call concurrently.
+// Policies lists the policies in order (new slices); safe for concurrent use.
 func Policies() []Policy {
 	out := make([]Policy, len(policyKinds))
 	for i, k := range policyKinds {

@@ -3,15 +3,13 @@ package latency
 import "github.com/mqfault/mqfault/pkg/route"
 
 // RouteChanged tells the strategy, and every user filter that decides per
-// route (route.RouteFilter), that info is now the route of its topic: the
-// strategy builds what its picks over info read, replacing what it kept for
-// the topic's previous route, and drops the fault items of brokers no route
-// it was told of names any more. A producer calls it whenever its route cache
-// installs a publish info; a pick on a publish info the strategy was not told
-// of builds the same, once. It may block while a filter decides (a plugin
-// filter's batch call). A filter whose Update panics does not keep the
-// strategy or the other filters from hearing of info: they are all told,
-// then the panic goes on to the caller (the producer recovers it).
+// route (route.RouteFilter), that info is now its topic's route: the strategy
+// rebuilds what its picks over info read and drops the fault items of brokers
+// no route it was told of names any more. A producer calls it on each publish
+// info its route cache installs (a pick on another builds the same, once). It
+// may block while a filter decides (a plugin's batch call). When a filter's
+// Update panics, the others are still told, then the panic goes on to the
+// caller (the producer recovers it).
 func (s *Strategy) RouteChanged(info *route.PublishInfo) {
 	if info == nil {
 		return
@@ -45,11 +43,9 @@ func tellFilters(fs []route.QueueFilter, tell func(route.RouteFilter)) {
 	}
 }
 
-// RouteRemoved tells the strategy, and every user filter that decides per
-// route, that topic no longer has a route: the strategy forgets what it kept
-// for it and drops the fault items of brokers no route it was told of names
-// any more. A filter whose Remove panics does not keep the others from being
-// told; the panic then goes on to the caller, as in RouteChanged.
+// RouteRemoved tells the strategy and every route filter that topic has no
+// route any more: the strategy forgets what it kept for it and drops fault
+// items as RouteChanged does. A filter's panic is handled as in RouteChanged.
 func (s *Strategy) RouteRemoved(topic string) {
 	s.unbind(topic)
 	s.forgetRoute(topic)

@@ -75,15 +75,14 @@ func (m *capacityModel) stall(a attempt, o Outcome, now int64) {
 	}
 }
 
-// StallRemark reports whether a busy answer's remark says the broker's
-// store has stalled, not that it is full: RocketMQ refused the request at
-// once for a busy page cache ("[REJECTREQUEST]...", its send processor's
-// rejectRequest), drained it from the send queue when the page cache turned
-// busy ("[PCBUSY_CLEAN_QUEUE]..."), or timed it out in a send queue holding
-// fewer than stallQueue requests ("[TIMEOUT_CLEAN_QUEUE]... size of queue:
-// K"): a queue that short fills a wait only at a broker that stopped
-// serving. Safe for concurrent use; it allocates nothing.
-func StallRemark(remark string) bool {
+// stallRemark reports whether a busy answer's remark says the broker's
+// store has stalled, not that it is full: a busy page cache's refusal
+// ("[REJECTREQUEST]...", the send processor's rejectRequest), a send drained
+// from the queue when the page cache turned busy ("[PCBUSY_CLEAN_QUEUE]..."),
+// or a send queue's timeout with fewer than stallQueue queued
+// ("[TIMEOUT_CLEAN_QUEUE]... size of queue: K"): a queue that short fills a
+// wait only at a broker that stopped serving. It allocates nothing.
+func stallRemark(remark string) bool {
 	switch {
 	case strings.HasPrefix(remark, "[REJECTREQUEST]"), strings.HasPrefix(remark, "[PCBUSY_CLEAN_QUEUE]"):
 		return true
@@ -106,5 +105,5 @@ func StallRemark(remark string) bool {
 }
 
 // stallQueue is the queue length below which a send queue's timeout is a
-// stall's (StallRemark).
+// stall's (stallRemark).
 const stallQueue = 8

@@ -13,13 +13,11 @@ import (
 )
 
 // Strategy is the reference's MQFaultStrategy: it picks a queue for each send
-// attempt through a cascade of filters over a publish info, and records each
-// attempt's latency and failure in its fault table. With a Resolver it also
-// runs the detector, which probes isolated brokers in the background.
-// Select and Update are safe for concurrent use, never block, allocate
-// nothing once the route and the broker are known and take no lock held
-// across a call out. Start and Close manage the detector loop, the only
-// goroutine a Strategy owns.
+// attempt through a cascade of filters over a publish info and records each
+// attempt in its fault table; with a Resolver it runs the detector. Select and
+// Update are safe for concurrent use, never block, take no lock held across a
+// call out and allocate nothing once route and broker are known. The detector
+// loop (Start, Close) is the only goroutine a Strategy owns.
 type Strategy struct {
 	mode    Mode
 	spec    *modeSpec // what the mode decides, looked up once
@@ -76,8 +74,7 @@ type options struct {
 	stages   *StageCounter
 }
 
-// WithStageCounter makes every pick count its cascade stage in c, at the
-// cost of one atomic add per pick (see BenchmarkSelect/.../counted).
+// WithStageCounter makes every pick count its stage in c (an atomic add a pick).
 func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
 // WithClock sets the clock (default clock.Real).
@@ -87,8 +84,8 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // Without one the strategy has no detector.
 func WithResolver(r probe.Resolver) Option { return func(o *options) { o.resolver = r } }
 
-// WithServiceDetector sets what probes an address. Without one, detector
-// rounds still drop brokers the resolver no longer knows, and probe nothing.
+// WithServiceDetector sets what probes an address; without one, rounds probe
+// nothing and only drop brokers the resolver no longer knows.
 func WithServiceDetector(d probe.ServiceDetector) Option { return func(o *options) { o.service = d } }
 
 // withFaultTable makes the strategy keep its fault state in t, a table of
@@ -214,16 +211,14 @@ func (s *Strategy) Mode() Mode { return s.mode }
 // Table returns the fault table the strategy uses.
 func (s *Strategy) Table() *FaultTable { return s.table }
 
-// SetFaultTolerance turns latency fault tolerance on or off; safe to call at
-// any time.
+// SetFaultTolerance turns fault tolerance on or off; safe at any time.
 func (s *Strategy) SetFaultTolerance(on bool) { s.faultOn.Store(on) }
 
 // FaultToleranceEnabled reports whether fault tolerance is on.
 func (s *Strategy) FaultToleranceEnabled() bool { return s.faultOn.Load() }
 
-// SetDetector turns the detector switch on or off (v5; in v4 it does
-// nothing): it gates the background rounds and how a transport error updates
-// the fault table. Safe to call at any time.
+// SetDetector sets the detector switch (v5; nothing in v4), which gates the
+// rounds and how a transport error updates the table; safe at any time.
 func (s *Strategy) SetDetector(on bool) {
 	if s.spec.detector {
 		s.detectorOn.Store(on)
@@ -233,8 +228,7 @@ func (s *Strategy) SetDetector(on bool) {
 // DetectorEnabled reports the detector switch.
 func (s *Strategy) DetectorEnabled() bool { return s.detectorOn.Load() }
 
-// SetDurations replaces the duration table; safe to call at any time. A nil
-// table is ignored.
+// SetDurations replaces the duration table (nil is ignored); safe at any time.
 func (s *Strategy) SetDurations(t DurationTable) {
 	if t != nil && !nilTable(t) {
 		s.durations.Store(&durationsBox{t})
@@ -244,14 +238,12 @@ func (s *Strategy) SetDurations(t DurationTable) {
 // Durations returns the duration table in use.
 func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 
-// Update records the outcome of a send to broker that took latency (the
-// reference's updateFaultItem). It does nothing while fault tolerance is off.
-// Otherwise the broker is isolated for Durations().Isolation(latency), or for
-// the mode's ModeInfo.IsolationLatency's duration when isolation is true
-// (longer with Config.Backoff); v5 keeps reachable, v4 ignores it.
-// A negative latency (a caller's clock that stepped back) counts as 0 (the
-// reference would store it and rank the broker above every healthy one).
-// Safe for concurrent use; allocates nothing for a known broker.
+// Update is the reference's updateFaultItem: unless fault tolerance is off, it
+// isolates broker for Durations().Isolation(latency), or, with isolation, for
+// ModeInfo.IsolationLatency's (longer with Config.Backoff); v5 keeps
+// reachable, v4 ignores it. A negative latency (a clock stepped back) counts as 0
+// (the reference would rank the broker above every healthy one). Safe for concurrent use;
+// allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	s.updateSlot(nil, broker, latency, isolation, reachable)
 }
@@ -276,14 +268,13 @@ func (s *Strategy) updateSlot(sl *slot, broker string, latency time.Duration, is
 	}
 }
 
-// DetectRound runs one detector round now, whatever the detector switch says
-// (the switch gates the background ticks). It returns ErrNoDetector when the
-// strategy has none. When it returns, every broker due has been probed and
-// its verdict applied, and so has every broker the background loop's round
-// was probing meanwhile (waited for: RoundReport.Awaited; probed again when
+// DetectRound runs one detector round now, whatever the detector switch (which
+// gates only the background ticks); ErrNoDetector when there is none. When it
+// returns, every broker due has been probed and its verdict applied, and so has
+// every broker another round was probing (RoundReport.Awaited; probed again if
 // its check stamp has passed by then). ctx cancels the round and the wait;
-// probes already running count as inconclusive. Safe for concurrent use; blocks for as long
-// as the probes it waits for (each bounded by DetectTimeout plus ProbeGrace).
+// probes running then count as inconclusive. Safe for concurrent use; blocks
+// while its probes run (each at most DetectTimeout plus ProbeGrace).
 func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	if s.detector == nil {
 		return RoundReport{}, ErrNoDetector
@@ -291,9 +282,9 @@ func (s *Strategy) DetectRound(ctx context.Context) (RoundReport, error) {
 	return s.detector.Round(ctx), nil
 }
 
-// Start starts the detector loop: every DetectPeriod on the clock, while the
-// detector switch is on, one round. Without a detector it does nothing.
-// Starting twice is harmless; starting after Close returns ErrClosed.
+// Start starts the detector loop: a round every DetectPeriod on the clock while
+// the switch is on (nothing without a detector). Starting twice is harmless;
+// after Close it returns ErrClosed.
 func (s *Strategy) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -324,14 +315,11 @@ func (s *Strategy) Start() error {
 	return nil
 }
 
-// Close stops the detector loop, cancels a round in progress and waits for the
-// loop and for every probe to return; then it silences the observer, waiting
-// for the observer calls in progress: once Close has returned the observer
-// is never called again (not by the expiry timers of isolations still
-// pending), and its route changes drop no fault items any more. Select,
-// Update and DetectRound keep working after Close, and isolations still end
-// on time. Close is idempotent: every call returns once the strategy is
-// closed.
+// Close stops the detector loop, cancels a round in progress and waits for every
+// probe; then it silences the observer, waiting for its calls in progress, so
+// that after Close the observer is never called again and route changes drop no
+// fault items. Select, Update and DetectRound keep working, and isolations still
+// end on time. Close is idempotent.
 func (s *Strategy) Close() error {
 	s.mu.Lock()
 	if s.closed {

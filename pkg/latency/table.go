@@ -24,13 +24,11 @@ type FaultItem struct {
 	CheckStamp    time.Time // next time the detector may probe it (epoch: now)
 }
 
-// FaultTable is the fault table a strategy reads and updates (the
-// reference's LatencyFaultTolerance): per broker, the last latency, until when
-// it is isolated, and whether it is reachable. Unknown brokers are available
-// and reachable. Isolations end on time on the strategy's clock (exact on a
-// manual clock), and a step of the wall clock moves no isolation end or check
-// stamp; what the table reports (items, events) is on the wall clock as it
-// reads then. All methods are safe for concurrent use; none blocks on I/O.
+// FaultTable is the reference's LatencyFaultTolerance: per broker the last
+// latency, until when it is isolated, whether it is reachable (unknown brokers
+// are both). Isolations end on time on the strategy's clock, whatever the wall
+// clock steps; items and events are on the wall clock as it reads then. All
+// methods are safe for concurrent use; none blocks on I/O.
 type FaultTable struct {
 	// Each broker has a slot whose fields are atomics updated in place, so
 	// Update allocates nothing for a known broker, and picks read a slot with
@@ -310,11 +308,10 @@ func span(now, until int64) time.Duration {
 	return time.Duration(until - now)
 }
 
-// Update records a send to broker that took latency: the item's latency
-// becomes latency, its reachability reachable (v4 has none), and a positive
-// isolation isolates it for that long from now (v5: only ever extending an
-// isolation; v4: overwriting it, so a zero ends it). It allocates nothing for
-// a broker the table already knows.
+// Update records a send to broker that took latency: the item takes latency and
+// reachable (v4 has none), and a positive isolation isolates it that long from
+// now (v5 only ever extends an isolation; v4 overwrites it, so zero ends it).
+// It allocates nothing for a broker the table knows.
 func (t *FaultTable) Update(broker string, latency, isolation time.Duration, reachable bool) {
 	if r, ok := t.update(broker, latency, isolation, reachable, ReasonExplicit, nil); ok && t.obs != nil {
 		t.obs.OnIsolate(t.event(broker, ReasonExplicit, latency, r))
@@ -653,11 +650,10 @@ func (t *FaultTable) Item(broker string) (FaultItem, bool) {
 // whichItemWorst).
 func (t *FaultTable) WorstIndex() *route.Index { return t.worst }
 
-// Resync re-derives every isolated flag from the table time and re-arms
-// the expiry timers. A step of the wall clock moves no isolation and needs
-// no Resync; only a clock moved back as a whole (clock.Manual's Rewind, as
-// the trace language does) needs it: an isolation that had ended is in force
-// again while the table time is before its end.
+// Resync re-derives every isolated flag from the table time and re-arms the
+// expiry timers. Only a clock moved back as a whole needs it (clock.Manual's
+// Rewind, as the trace language does; never a wall step): an isolation that had
+// ended is in force again while the table time is before its end.
 func (t *FaultTable) Resync() {
 	now := t.now()
 	for _, s := range t.presentSlots() {
