@@ -3,6 +3,7 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,14 @@ func TestEveryClassAndStop(t *testing.T) {
 				t.Errorf("%s = %v, want 1", key, got[key])
 			}
 		}
+	}
+}
+
+// TestReasonsAreLatencys: the metrics' fixed list of isolation reasons is
+// latency's, so a reason latency adds gets its own series, not the
+// fallback's.
+func TestReasonsAreLatencys(t *testing.T) {
+	if got, want := reasons[:], latency.Reasons(); !slices.Equal(got, want) {
+		t.Errorf("prom's reasons = %v, latency.Reasons() = %v", got, want)
 	}
 }
