@@ -22,9 +22,9 @@ import (
 // isolation after that isolation ended is a repeat offender (a periodic GC,
 // a disk that keeps stalling): each such stall isolates it four times as
 // long as the last, up to stallMax; one that stalls after a longer quiet is
-// forgiven and starts again at stallBase. A stall
-// isolation is the broker's own, not a failure: it raises no backoff level,
-// the broker stays reachable, and the isolation cap counts it as any other.
+// forgiven and starts again at stallBase. A stall isolation is the broker's
+// own, not a failure: it raises no backoff level, the broker stays
+// reachable, and the isolation cap counts it as any other.
 // The answers of the sends already queued at the stalled broker arrive
 // while its isolation holds and change nothing.
 

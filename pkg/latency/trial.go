@@ -13,12 +13,13 @@ import "sync/atomic"
 // broker slow to answer probes but storing messages) would stay out for
 // good, its capacity lost to the cluster. So once nothing isolates such a
 // broker (its isolation timer ended, or no send ever failed on it), the
-// first stage admits one trial attempt to it at a time, at most one each
-// trialGap: an answered trial marks it reachable (the mode's answered
-// update), and a failed one isolates it again (the mode's failure update,
-// with the backoff's longer isolation for a repeat offender). A broker the
-// detector rightly calls unreachable thus costs one attempt per isolation,
-// where the reference's first stage sends it every attempt of its share.
+// first stage admits one trial attempt to it at a time, at most one a
+// detect interval (policies.trialGap): an answered trial marks it reachable
+// (the mode's answered update); a failed one isolates nothing, raises no
+// backoff, and doubles the wait for the next trial, up to trialMaxLevel
+// doublings. A broker the detector rightly calls unreachable thus costs one
+// attempt per trial, fewer and fewer, where the reference's first stage
+// sends it every attempt of its share once its isolation is over.
 
 // trialState is one broker's send trial. Safe for concurrent use.
 type trialState struct {
@@ -34,9 +35,10 @@ type trialState struct {
 const trialMaxLevel = 6
 
 // trial reports whether entry e, unreachable, takes a first-stage trial
-// pick now (StageTrial: Strategy.picked labels it), and if so claims it: nothing isolates e's broker and its next
-// trial time has come. One CAS on the pick path, no lock, no allocation, no
-// clock read (the table's last seen time).
+// pick now (StageTrial: Strategy.picked labels it), and if so claims it:
+// nothing isolates e's broker and its next trial time has come. One CAS on
+// the pick path, no lock, no allocation, no clock read (the table's last
+// seen time).
 func (c5 cascade5) trial(e *entry) bool {
 	gap := c5.s.policies.trialGap
 	if gap <= 0 || e.s.isolated.Load() || !e.s.present.Load() {
