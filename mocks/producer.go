@@ -500,6 +500,44 @@ func (m *MockRoomModel) EXPECT() *MockRoomModelMockRecorder {
 	return m.recorder
 }
 
+// AttemptElsewhere mocks base method.
+func (m *MockRoomModel) AttemptElsewhere(broker string) bool {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "AttemptElsewhere", broker)
+	ret0, _ := ret[0].(bool)
+	return ret0
+}
+
+// AttemptElsewhere indicates an expected call of AttemptElsewhere.
+func (mr *MockRoomModelMockRecorder) AttemptElsewhere(broker any) *MockRoomModelAttemptElsewhereCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AttemptElsewhere", reflect.TypeOf((*MockRoomModel)(nil).AttemptElsewhere), broker)
+	return &MockRoomModelAttemptElsewhereCall{Call: call}
+}
+
+// MockRoomModelAttemptElsewhereCall wrap *gomock.Call
+type MockRoomModelAttemptElsewhereCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRoomModelAttemptElsewhereCall) Return(arg0 bool) *MockRoomModelAttemptElsewhereCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRoomModelAttemptElsewhereCall) Do(f func(string) bool) *MockRoomModelAttemptElsewhereCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRoomModelAttemptElsewhereCall) DoAndReturn(f func(string) bool) *MockRoomModelAttemptElsewhereCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // RoomElsewhere mocks base method.
 func (m *MockRoomModel) RoomElsewhere(broker string) bool {
 	m.ctrl.T.Helper()

@@ -427,6 +427,35 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 	return !others
 }
 
+// AttemptElsewhere reports whether, under the capacity model, a broker
+// other than broker is reachable (isolated or not: a retry's later stages
+// take an isolated broker that answers): somewhere a retry of an attempt on
+// broker can go. The producer caps an attempt by its per-attempt
+// timeout only when there is (producer.RoomModel). It reports true when the
+// model is off, or when the table knows no broker but broker (a route's
+// other brokers are then unknown to it: available and reachable). Safe for
+// concurrent use; takes no lock and allocates nothing.
+func (s *Strategy) AttemptElsewhere(broker string) bool {
+	if s.policies.capacity == nil {
+		return true
+	}
+	slots := s.table.slots.Load()
+	if slots == nil {
+		return true
+	}
+	known := false
+	for name, sl := range *slots {
+		if name == broker || !sl.present.Load() {
+			continue
+		}
+		known = true
+		if sl.reachable.Load() {
+			return true
+		}
+	}
+	return !known
+}
+
 // roomWeight is the least weight (in units of 1/weightScale) at which
 // RoomElsewhere counts a broker as having room: a broker that pushed back
 // once or twice lately (a burst, a busy event's share of its answers) still

@@ -540,3 +540,41 @@ func TestFullRemark(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptElsewhere: under the capacity model a retry of an attempt on a
+// broker has somewhere to go while another broker the table knows is
+// reachable, isolated or not; not when every other one is unreachable; and
+// always with the model off, or when the table knows no other broker.
+func TestAttemptElsewhere(t *testing.T) {
+	r := newPresetRig(t, 3, 1)
+	failed := latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+	r.s.Report(pickOf(t, r, "b1"), failed) // isolated
+	r.s.Table().SetReachable("b1", true)   // its probe answers
+	if r.s.Table().IsAvailable("b1") {
+		t.Fatal("b1 not isolated by a failure")
+	}
+	if !r.s.AttemptElsewhere("b0") {
+		t.Error("b0: b1 isolated, b2 fine: want somewhere else")
+	}
+	r.s.Table().SetReachable("b2", false)
+	if !r.s.AttemptElsewhere("b0") {
+		t.Error("b0: b1 isolated but reachable: want somewhere else")
+	}
+	r.s.Table().SetReachable("b1", false)
+	if r.s.AttemptElsewhere("b0") {
+		t.Error("b0: every other broker unreachable: want nowhere else")
+	}
+	if !r.s.AttemptElsewhere("b1") {
+		t.Error("b1: b0 reachable: want somewhere else")
+	}
+	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
+	off.s.Table().SetReachable("b1", false)
+	off.s.Table().SetReachable("b2", false)
+	if !off.s.AttemptElsewhere("b0") {
+		t.Error("capacity model off: want true")
+	}
+	alone := newPresetRig(t, 1, 1)
+	if !alone.s.AttemptElsewhere("b0") {
+		t.Error("no other broker known: want true")
+	}
+}

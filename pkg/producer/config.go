@@ -25,7 +25,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxTimeoutPerRequest caps one attempt's timeout while another attempt
 	// remains (5.3.3's sendMsgMaxTimeoutPerRequest); 0 turns the cap off (the
-	// reference's -1). The last attempt always gets what is left. 4.9.8 has
+	// reference's -1). The last attempt always gets what is left. When the
+	// strategy's capacity model finds no other reachable broker for a retry
+	// (RoomModel.AttemptElsewhere), the attempt keeps all but one cap of
+	// what is left instead. 4.9.8 has
 	// no such setting: with a v4 strategy it is an mqfault extension.
 	MaxTimeoutPerRequest time.Duration
 	// RetryAnotherBrokerWhenNotStoreOK makes a sync send whose answer is not

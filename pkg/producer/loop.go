@@ -342,7 +342,14 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	}
 	cur := max(l.p.timeout-cost, 0)
 	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
-		cur = l.p.perRequest
+		if l.room == nil || l.room.AttemptElsewhere(q.BrokerName) {
+			cur = l.p.perRequest
+		} else {
+			// Nowhere else for a retry to go now: the attempt keeps all
+			// but one cap of the budget, the rest left for a retry on a
+			// broker that may be back by then.
+			cur = max(cur-l.p.perRequest, l.p.perRequest)
+		}
 	}
 	*plan = Plan{Attempt: l.attempts, Queue: *q, Start: now, Timeout: cur, Deadline: now.Add(cur)}
 	l.attempts++

@@ -2,7 +2,9 @@ package producer_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"go.uber.org/mock/gomock"
 
@@ -193,5 +195,67 @@ func TestLoopNoRoomRule(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLoopPerAttemptCapNowhereElse: Config.MaxTimeoutPerRequest caps a sync
+// attempt that another attempt follows, unless the strategy's capacity model
+// (RoomModel) finds no other reachable broker for a retry: then the attempt
+// keeps all but one cap of the budget left (3 s budget, 1 s cap: 2 s, then
+// 1.99 s after a 10 ms failure). A strategy
+// that is not a RoomModel is capped as the reference caps. The last attempt
+// gets what is left, never capped, and the model is not asked about it.
+func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		room      bool // the strategy is a RoomModel
+		elsewhere bool // what its AttemptElsewhere answers
+		want      [2]time.Duration // the first two attempts'
+	}{
+		{"elsewhere", true, true, [2]time.Duration{time.Second, time.Second}},
+		{"nowhere else", true, false, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
+		{"model off", false, false, [2]time.Duration{time.Second, time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			mstrat := mocks.NewMockStrategy(ctrl)
+			rep := mocks.NewMockReporter(ctrl)
+			var strat producer.Strategy = mstrat
+			q := &route.MessageQueue{Topic: "T", BrokerName: "A"}
+			if tt.room {
+				room := mocks.NewMockRoomModel(ctrl)
+				room.EXPECT().AttemptElsewhere("A").Return(tt.elsewhere).Times(2) // the first two attempts
+				strat = roomStrategy{mstrat, room}
+			}
+			info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{*q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mstrat.EXPECT().Select(info, gomock.Any()).Return(latency.Pick{Queue: q, Stage: latency.StageAvailable, Reporter: rep}, true).Times(3)
+			rep.EXPECT().Report(gomock.Any(), gomock.Any()).Return(latency.FaultUpdate{}).AnyTimes()
+			cfg := producer.Reference5()
+			cfg.MaxTimeoutPerRequest = time.Second
+			pol, err := producer.NewPolicy(cfg, latency.ModeV5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := producer.NewDrive(strat, info, pol, producer.KindSync, t0)
+			failed := producer.Outcome{Class: latency.ClassTransportTimeout, Elapsed: ms(10),
+				Err: &producer.TransportError{Class: latency.ClassTransportTimeout, Err: errors.New("timeout")}}
+			now := t0
+			var got []time.Duration
+			for d.Next(now) {
+				plan, ok := d.Start(now)
+				if !ok {
+					break
+				}
+				got = append(got, plan.Timeout)
+				d.Finish(failed)
+				now = now.Add(failed.Elapsed)
+			}
+			if want := []time.Duration{tt.want[0], tt.want[1], 3*time.Second - 20*time.Millisecond}; !slices.Equal(got, want) {
+				t.Errorf("attempt timeouts %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -46,8 +46,19 @@ var _ Strategy = (*latency.Strategy)(nil)
 // with its model off. It is called on the send path, possibly from many
 // goroutines at once: it must be safe for concurrent use and must not
 // block.
+//
+// AttemptElsewhere reports whether an attempt other than one on broker may
+// go somewhere: another broker is reachable. The
+// loop asks it before capping an attempt on broker by
+// Config.MaxTimeoutPerRequest: when there is nowhere else to go, a retry
+// would come back to broker or to a broker that is down, so the attempt
+// gets the whole budget left instead of being cut for a retry that cannot
+// help. A strategy without a capacity model reports true (the cap applies
+// as the reference applies it), as *latency.Strategy does with its model
+// off. The same rules of concurrency apply.
 type RoomModel interface {
 	RoomElsewhere(broker string) bool
+	AttemptElsewhere(broker string) bool
 }
 
 var _ RoomModel = (*latency.Strategy)(nil)
