@@ -540,3 +540,31 @@ func TestFullRemark(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityRetryGoesToRoom pins share's second rule (retryToRoom): a
+// retry whose pick lands on a broker without room goes to the broker with
+// room, every time; the weights alone (the fourth rule) would leave some
+// of them on the broker without room.
+func TestCapacityRetryGoesToRoom(t *testing.T) {
+	r := newPresetRig(t, 4, 1)
+	for _, b := range []string{"b0", "b1", "b2"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+		if w := r.s.Weight(b); w >= 0.5 {
+			t.Fatalf("%s at weight %.2f after three push-backs, want below 1/2", b, w)
+		}
+	}
+	counts := map[string]int{}
+	for range 200 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{LastBroker: "b0"})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		p.Done(answered(time.Millisecond))
+	}
+	if counts["b3"] != 200 {
+		t.Errorf("retries from b0: counts %v, want all 200 on b3, the only broker with room", counts)
+	}
+}
