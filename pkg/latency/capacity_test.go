@@ -594,3 +594,39 @@ func failedTrials(t *testing.T, r *presetRig, broker string, picks int) int {
 	}
 	return trials
 }
+
+// TestCapacityNoRoomTakesIsolated pins the no-room half of share's third
+// rule (isolatedPartnerStays): when no broker the first stage takes has
+// room, a partner isolated for its latency (it answers) takes share of
+// first attempts; without it the isolated broker would get none while the
+// brokers it could relieve push back.
+func TestCapacityNoRoomTakesIsolated(t *testing.T) {
+	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
+	slow := answered(5 * time.Second)
+	p := pickOf(t, r, "b1")
+	p.Done(slow)
+	if r.s.Table().IsAvailable("b1") {
+		t.Fatal("b1 available after a 5 s answer, want isolated")
+	}
+	for _, b := range []string{"b0", "b2", "b3"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+	}
+	counts := map[string]int{}
+	for range 200 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		if p.Queue.BrokerName == "b1" {
+			p.Done(slow)
+		} else {
+			p.Done(answered(time.Millisecond))
+		}
+	}
+	if counts["b1"] == 0 || r.s.Table().IsAvailable("b1") {
+		t.Errorf("no broker with room but b1, isolated (available %t): counts %v, want some picks on b1 and b1 still isolated", r.s.Table().IsAvailable("b1"), counts)
+	}
+}
