@@ -259,8 +259,22 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 // is the queue the round robin landed on (available, and reachable), idx
 // the index value its probe stood on, last the broker a retry avoids (-1
 // for none); with strict (the cap's retry pass) the second candidate must
-// be one nothing isolates. It returns p, or the second candidate the
-// weights move the pick to.
+// be one nothing isolates. It returns p, or the queue the rules move the
+// pick to. The rules, in the order share applies them, each deciding a
+// case the later ones would decide otherwise:
+//
+//  1. trialStays: a send trial stays on p.
+//  2. retryToRoom: a retry from a broker without room goes to the first
+//     broker with room.
+//  3. isolatedPartnerStays: an isolated partner takes share only when the
+//     cap releases it or, outside the strict pass, no broker has room.
+//  4. movesByWeight: the pick moves to the partner with probability
+//     w_q - w_p, the latency term (latencyScaled) scaling w_p.
+//
+// Between them, a pick at full weight and not slow stays (no rule has
+// anything to move), and a partner on p's broker, on last or unreachable
+// is no candidate. It takes no lock, allocates nothing and reads no clock
+// (the table's last seen time stands for now): it is on the pick path.
 func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
 	s := c5.s
 	m := s.policies.capacity
@@ -269,8 +283,8 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	e := &b.entries[p]
-	if !e.s.reachable.Load() {
-		return p // a send trial (trial.go): the pick is the trial
+	if trialStays(e) {
+		return p
 	}
 	sp := e.s.cap.state.Load()
 	if sp == 0 && e.s.cap.lat.Load() < int64(latencyFloor) {
@@ -287,50 +301,83 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	q := partner(p, n, idx)
-	// noRoom: p has no room, and neither has any broker a first stage may
-	// take (reachable, and not isolated or released by the cap).
 	noRoom := false
-	if wp < roomWeight {
-		r, ok := c5.roomFrom(b, v, e.broker, q, last, strict, u)
-		if ok && last >= 0 {
-			// A retry from a broker without room: the first broker with
-			// room from the partner on.
+	if wp < roomWeight { // p has no room
+		r, none := c5.retryToRoom(b, v, e.broker, q, last, strict, u)
+		if r >= 0 {
 			return r
 		}
-		noRoom = !ok
+		noRoom = none
 	}
 	e2 := &b.entries[q]
 	if e2.broker == e.broker || e2.broker == last || !e2.s.reachable.Load() {
 		return p
 	}
-	// An isolated partner takes share only when the cap releases it, or,
-	// outside the cap's retry pass, when no broker the first stage takes
-	// has room: then a broker that answers (reachable) but is isolated for
-	// its latency or a failure is room the cluster would otherwise lose, as
-	// the reference's reachable stage uses it once busy answers have
-	// isolated every broker.
-	if e2.s.isolated.Load() && (strict || (!noRoom && !v.releases(e2.broker))) {
+	if isolatedPartnerStays(v, e2, strict, noRoom) {
 		return p
 	}
 	wq := m.weightQ(e2.s.cap.state.Load(), u)
-	// The pick moves with probability wq - wp: what q has of room that p
-	// has not (brokers that both push back keep round robin's spread, so
-	// neither is left idle), with p's weight first scaled down by the
-	// latency ratio when p is more than latencyRatio times slower than q
-	// (and slower than latencyFloor).
 	if lp >= int64(latencyFloor) {
-		if lim := max(latencyRatio*e2.s.cap.fadedLat(now), int64(latencyFloor)); lp > lim {
-			wp = wp * uint64(lim) / uint64(lp)
-		}
+		wp = latencyScaled(wp, lp, e2.s.cap.fadedLat(now))
 	}
-	if wq <= wp {
-		return p
-	}
-	// The hash's fraction h/2^32 below (wq - wp)/weightScale.
-	if uint64(shareHash(idx))*weightScale < (wq-wp)<<32 {
+	if movesByWeight(wq, wp, idx) {
 		return q
 	}
 	return p
+}
+
+// trialStays is share's first rule: a pick on an unreachable broker stays
+// on p. The first stage takes an unreachable broker only as a send trial
+// that reachOK claimed (trial.go): the pick is the trial, and moved
+// elsewhere it would send nothing to the broker it is to test.
+func trialStays(e *entry) bool { return !e.s.reachable.Load() }
+
+// retryToRoom is share's second rule: a retry (last >= 0) from a broker
+// without room (the caller calls it only then) goes to the first broker
+// with room from the partner q on (roomFrom), which it returns; the
+// partner alone may have no more room than p, and a retry that lands on a
+// broker without room is pushed back again. Otherwise it returns -1, and
+// noRoom says whether no broker a first stage may take (reachable, and not
+// isolated or released by the cap) has room, which the third rule needs.
+func (c5 cascade5) retryToRoom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (r int, noRoom bool) {
+	r, ok := c5.roomFrom(b, v, broker, q, last, strict, u)
+	if !ok || last < 0 {
+		r = -1
+	}
+	return r, !ok
+}
+
+// isolatedPartnerStays is share's third rule: a pick whose partner e2 is
+// isolated stays on p, unless outside the cap's retry pass (strict false)
+// the cap releases the partner or no broker the first stage takes has
+// room (noRoom). With no room anywhere, a broker that answers (reachable)
+// but is isolated for its latency or a failure is room the cluster would
+// otherwise lose, as the reference's reachable stage uses it once busy
+// answers have isolated every broker; the strict pass wants a broker
+// nothing isolates.
+func isolatedPartnerStays(v *capView, e2 *entry, strict, noRoom bool) bool {
+	return e2.s.isolated.Load() && (strict || (!noRoom && !v.releases(e2.broker)))
+}
+
+// movesByWeight is share's fourth rule: the pick moves to the partner
+// with probability wq - wp (the partner's weight and p's), what the partner
+// has of room that p has not, so brokers that both push back keep round
+// robin's spread and neither is left idle. The draw is the hash of the
+// index value idx, so it reads no random source.
+func movesByWeight(wq, wp uint64, idx int32) bool {
+	// The hash's fraction h/2^32 below (wq - wp)/weightScale.
+	return wq > wp && uint64(shareHash(idx))*weightScale < (wq-wp)<<32
+}
+
+// latencyScaled is the fourth rule's latency term: p's weight wp scaled
+// down by the latency ratio when p's faded latency lp is more than
+// latencyRatio times the partner's lq (and more than latencyFloor), so a
+// slow broker gives share to a fast one even when neither pushes back.
+func latencyScaled(wp uint64, lp, lq int64) uint64 {
+	if lim := max(latencyRatio*lq, int64(latencyFloor)); lp > lim {
+		return wp * uint64(lim) / uint64(lp)
+	}
+	return wp
 }
 
 // roomFrom returns the first position from q on (all n of them, wrapping)

@@ -266,24 +266,7 @@ func TestCapacityUnreachableNoFirstAttempt(t *testing.T) {
 			r.s.Table().SetReachable("b2", false)
 			// b2 fails every send: 8 s of picks at 100 a second give it the
 			// trials at 0, 1+2 and 3+4 s (each failure doubles the wait).
-			trials := 0
-			for range 800 {
-				p, ok := r.s.Select(r.info, latency.PickInfo{})
-				if !ok {
-					t.Fatal("no pick")
-				}
-				o := answered(time.Millisecond)
-				if p.Queue.BrokerName == "b2" {
-					trials++
-					if p.Stage != latency.StageTrial {
-						t.Errorf("pick of unreachable b2: stage %v, want %v", p.Stage, latency.StageTrial)
-					}
-					o = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
-				}
-				p.Done(o)
-				r.clock.Advance(10 * time.Millisecond)
-			}
-			if trials != 3 {
+			if trials := failedTrials(t, r, "b2", 800); trials != 3 {
 				t.Errorf("unreachable b2, every send failing: %d trials in 8 s, want 3", trials)
 			}
 			if !r.s.Table().IsAvailable("b2") {
@@ -576,5 +559,112 @@ func TestAttemptElsewhere(t *testing.T) {
 	alone := newPresetRig(t, 1, 1)
 	if !alone.s.AttemptElsewhere("b0") {
 		t.Error("no other broker known: want true")
+	}
+}
+
+// TestCapacityRetryGoesToRoom pins share's second rule (retryToRoom): a
+// retry whose pick lands on a broker without room goes to the broker with
+// room, every time; the weights alone (the fourth rule) would leave some
+// of them on the broker without room.
+func TestCapacityRetryGoesToRoom(t *testing.T) {
+	r := newPresetRig(t, 4, 1)
+	for _, b := range []string{"b0", "b1", "b2"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+		if w := r.s.Weight(b); w >= 0.5 {
+			t.Fatalf("%s at weight %.2f after three push-backs, want below 1/2", b, w)
+		}
+	}
+	counts := map[string]int{}
+	for range 200 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{LastBroker: "b0"})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		p.Done(answered(time.Millisecond))
+	}
+	if counts["b3"] != 200 {
+		t.Errorf("retries from b0: counts %v, want all 200 on b3, the only broker with room", counts)
+	}
+}
+
+// TestCapacityTrialStays pins share's first rule (trialStays): a send
+// trial to an unreachable broker below full weight is sent to that broker;
+// the weights (the fourth rule) would move some trials to a broker with
+// more room, and the broker would get no send to test it.
+func TestCapacityTrialStays(t *testing.T) {
+	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
+	for range 3 {
+		pushOnce(t, r, "b2")
+	}
+	r.s.Table().SetReachable("b2", false)
+	// b2 fails every send: 8 s of picks at 100 a second give it the trials
+	// at 0, 1+2 and 3+4 s (each failure doubles the wait).
+	if trials := failedTrials(t, r, "b2", 800); trials != 3 {
+		t.Errorf("unreachable b2 at weight %.2f, every send failing: %d trials sent to it in 8 s, want 3", r.s.Weight("b2"), trials)
+	}
+}
+
+// failedTrials makes picks first attempts 10 ms apart, every send to
+// broker (unreachable) failing with a transport timeout and the others
+// answered, checks that each pick of broker is a send trial, and returns
+// how many there were.
+func failedTrials(t *testing.T, r *presetRig, broker string, picks int) int {
+	t.Helper()
+	trials := 0
+	for range picks {
+		p, ok := r.s.Select(r.info, latency.PickInfo{})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		o := answered(time.Millisecond)
+		if p.Queue.BrokerName == broker {
+			trials++
+			if p.Stage != latency.StageTrial {
+				t.Errorf("pick of unreachable %s: stage %v, want %v", broker, p.Stage, latency.StageTrial)
+			}
+			o = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+		}
+		p.Done(o)
+		r.clock.Advance(10 * time.Millisecond)
+	}
+	return trials
+}
+
+// TestCapacityNoRoomTakesIsolated pins the no-room half of share's third
+// rule (isolatedPartnerStays): when no broker the first stage takes has
+// room, a partner isolated for its latency (it answers) takes share of
+// first attempts; without it the isolated broker would get none while the
+// brokers it could relieve push back.
+func TestCapacityNoRoomTakesIsolated(t *testing.T) {
+	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
+	slow := answered(5 * time.Second)
+	p := pickOf(t, r, "b1")
+	p.Done(slow)
+	if r.s.Table().IsAvailable("b1") {
+		t.Fatal("b1 available after a 5 s answer, want isolated")
+	}
+	for _, b := range []string{"b0", "b2", "b3"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+	}
+	counts := map[string]int{}
+	for range 200 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		if p.Queue.BrokerName == "b1" {
+			p.Done(slow)
+		} else {
+			p.Done(answered(time.Millisecond))
+		}
+	}
+	if counts["b1"] == 0 || r.s.Table().IsAvailable("b1") {
+		t.Errorf("no broker with room but b1, isolated (available %t): counts %v, want some picks on b1 and b1 still isolated", r.s.Table().IsAvailable("b1"), counts)
 	}
 }
