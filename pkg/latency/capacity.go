@@ -440,14 +440,12 @@ func (s *Strategy) Weight(broker string) float64 {
 	return m.weight(sl.cap.state.Load(), s.table.units(s.table.now()))
 }
 
-// RoomElsewhere reports whether, under the capacity model, a broker other
-// than broker has room: reachable, not isolated, and at least at half weight
-// (roomWeight). It reports true when the model is off, or when the table knows
-// no other reachable broker that nothing isolates. It is the producer's
-// RoomModel: after reporting the attempt, the send loop asks it whether to
-// retry a busy answer FullRemark reads as full (POLICIES.md, "A rejection is
-// retried only where there is room"). Safe for concurrent use; it reads the
-// clock, takes no lock and allocates nothing.
+// RoomElsewhere reports whether a broker other than broker has room under
+// the capacity model: reachable, not isolated, at half weight or more (true
+// with the model off, or no such broker known). The send loop asks it before
+// retrying a busy answer FullRemark reads as full (producer.RoomModel;
+// POLICIES.md). Safe for concurrent use; reads the clock, no lock, no
+// allocation.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {
@@ -474,14 +472,10 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 	return !others
 }
 
-// AttemptElsewhere reports whether, under the capacity model, a broker
-// other than broker is reachable (isolated or not: a retry's later stages
-// take an isolated broker that answers): somewhere a retry of an attempt on
-// broker can go. The producer caps an attempt by its per-attempt
-// timeout only when there is (producer.RoomModel). It reports true when the
-// model is off, or when the table knows no broker but broker (a route's
-// other brokers are then unknown to it: available and reachable). Safe for
-// concurrent use; takes no lock and allocates nothing.
+// AttemptElsewhere reports whether a retry of an attempt on broker has
+// somewhere to go (producer.RoomModel): the capacity model is off, the table
+// knows no other broker, or another is reachable, isolated or not. Safe for
+// concurrent use; no lock, no allocation.
 func (s *Strategy) AttemptElsewhere(broker string) bool {
 	if s.policies.capacity == nil {
 		return true

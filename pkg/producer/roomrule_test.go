@@ -208,8 +208,8 @@ func TestLoopNoRoomRule(t *testing.T) {
 func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		room      bool // the strategy is a RoomModel
-		elsewhere bool // what its AttemptElsewhere answers
+		room      bool             // the strategy is a RoomModel
+		elsewhere bool             // what its AttemptElsewhere answers
 		want      [2]time.Duration // the first two attempts'
 	}{
 		{"elsewhere", true, true, [2]time.Duration{time.Second, time.Second}},
