@@ -91,7 +91,7 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, rec: rec, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -103,10 +103,9 @@ func capacitySettings(c *Config) **CapacityConfig { return &c.Capacity }
 
 // capacityModel is the model's settings, and its outcome hook.
 type capacityModel struct {
-	decrease float64       // what one push-back multiplies the weight by
-	rec      time.Duration // Capacity.Recovery (the default for 0)
-	recU     int64         // Capacity.Recovery in stamp units: from 0 to full weight
-	rateQ    uint64        // weight units regained per stamp unit, times 2^32
+	decrease float64 // what one push-back multiplies the weight by
+	recU     int64   // Capacity.Recovery in stamp units: from 0 to full weight
+	rateQ    uint64  // weight units regained per stamp unit, times 2^32
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -451,25 +450,10 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 	if m == nil {
 		return true
 	}
-	slots := s.table.slots.Load()
-	if slots == nil {
-		return true
-	}
 	u := s.table.units(s.table.now())
-	others := false
-	for name, sl := range *slots {
-		if name == broker {
-			continue
-		}
-		if !sl.reachable.Load() || sl.isolated.Load() {
-			continue
-		}
-		others = true
-		if m.weightQ(sl.cap.state.Load(), u) >= roomWeight {
-			return true
-		}
-	}
-	return !others
+	return s.table.anyOther(broker,
+		func(sl *slot) bool { return sl.reachable.Load() && !sl.isolated.Load() },
+		func(sl *slot) bool { return m.weightQ(sl.cap.state.Load(), u) >= roomWeight })
 }
 
 // AttemptElsewhere reports whether a retry of an attempt on broker has
@@ -480,21 +464,31 @@ func (s *Strategy) AttemptElsewhere(broker string) bool {
 	if s.policies.capacity == nil {
 		return true
 	}
-	slots := s.table.slots.Load()
+	return s.table.anyOther(broker,
+		func(*slot) bool { return true },
+		func(sl *slot) bool { return sl.reachable.Load() })
+}
+
+// anyOther reports whether a broker of the table other than broker that
+// among admits also fits; true when among admits none (the table knows no
+// such broker, whose state is then the default's). among and fits must not
+// block. No lock, no allocation.
+func (t *FaultTable) anyOther(broker string, among, fits func(*slot) bool) bool {
+	slots := t.slots.Load()
 	if slots == nil {
 		return true
 	}
-	known := false
+	admitted := false
 	for name, sl := range *slots {
-		if name == broker || !sl.present.Load() {
+		if name == broker || !among(sl) {
 			continue
 		}
-		known = true
-		if sl.reachable.Load() {
+		admitted = true
+		if fits(sl) {
 			return true
 		}
 	}
-	return !known
+	return !admitted
 }
 
 // roomWeight is the least weight (in units of 1/weightScale) at which

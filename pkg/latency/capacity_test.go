@@ -249,14 +249,14 @@ func TestCapacityFailureStillIsolates(t *testing.T) {
 	}
 }
 
-// TestCapacityUnreachableNoFirstAttempt: a broker the detector calls
+// TestCapacityUnreachableGetsTrialsOnly: a broker the detector calls
 // unreachable, its isolation over, gets no first attempt while others are
 // available and reachable but one send trial a detect interval (StageTrial),
 // fewer after failed trials, on the fast path and in the reference's walk
 // alike; a failed trial isolates nothing; an answered one brings the broker
 // back (sends outweigh probes); when it is the only one left, the later
 // stages still pick it.
-func TestCapacityUnreachableNoFirstAttempt(t *testing.T) {
+func TestCapacityUnreachableGetsTrialsOnly(t *testing.T) {
 	for _, walk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("walk=%t", walk), func(t *testing.T) {
 			r := newPresetRig(t, 4, 2)
@@ -666,5 +666,15 @@ func TestCapacityNoRoomTakesIsolated(t *testing.T) {
 	}
 	if counts["b1"] == 0 || r.s.Table().IsAvailable("b1") {
 		t.Errorf("no broker with room but b1, isolated (available %t): counts %v, want some picks on b1 and b1 still isolated", r.s.Table().IsAvailable("b1"), counts)
+	}
+}
+
+// TestElsewhereAllocations: RoomElsewhere and AttemptElsewhere, which the
+// send loop asks on the send path, allocate nothing.
+func TestElsewhereAllocations(t *testing.T) {
+	r := newPresetRig(t, 8, 1)
+	r.s.Report(pickOf(t, r, "b1"), pushedBack())
+	if n := testing.AllocsPerRun(100, func() { r.s.RoomElsewhere("b0"); r.s.AttemptElsewhere("b0") }); n != 0 {
+		t.Errorf("RoomElsewhere and AttemptElsewhere: %v allocations, want 0", n)
 	}
 }

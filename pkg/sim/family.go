@@ -357,20 +357,7 @@ func (d *Drawn) String() string {
 		fmt.Fprintf(&b, ", closed %d senders", sc.Senders)
 	}
 	fmt.Fprintf(&b, ", %.0f%% = %g/s, %s", 100*d.Utilization, sc.Rate, sc.Duration)
-	if len(sc.Events) == 0 {
-		b.WriteString(": no fault")
-		return b.String()
-	}
-	b.WriteString(":")
-	for i, e := range sc.Events {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(" " + string(e.State))
-		if e.Probe != ProbeAuto {
-			b.WriteString("/probe " + string(e.Probe))
-		}
-	}
+	writeFaults(&b, sc.Events, false)
 	return b.String()
 }
 

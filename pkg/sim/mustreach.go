@@ -303,18 +303,32 @@ func describe(sc *Scenario) string {
 		fmt.Fprintf(&b, " = %.0f%%", 100*u)
 	}
 	fmt.Fprintf(&b, ", %s", sc.Duration)
-	if len(sc.Events) == 0 {
+	writeFaults(&b, sc.Events, true)
+	return b.String()
+}
+
+// writeFaults ends a scenario's description with its faults: ": no fault",
+// or ":" and each event's state (after its broker with named), with its
+// forced probe answer ("/probe unreachable") when it has one.
+func writeFaults(b *strings.Builder, events []Event, named bool) {
+	if len(events) == 0 {
 		b.WriteString(": no fault")
-		return b.String()
+		return
 	}
 	b.WriteString(":")
-	for i, e := range sc.Events {
+	for i, e := range events {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, " %s %s", e.Broker, e.State)
+		b.WriteByte(' ')
+		if named {
+			b.WriteString(e.Broker + " ")
+		}
+		b.WriteString(string(e.State))
+		if e.Probe != ProbeAuto {
+			b.WriteString("/probe " + string(e.Probe))
+		}
 	}
-	return b.String()
 }
 
 // WriteText writes the report: a line per rule (runs judged, met, needed,
