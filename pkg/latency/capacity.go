@@ -22,7 +22,9 @@ import (
 // after its last push-back. Under the model a push-back is capacity, never
 // failure: it isolates nothing, marks nothing unreachable, raises no
 // backoff level and forgives none, and its latency is not recorded (the
-// fault table's latency and the duration table never see it).
+// fault table's latency and the duration table never see it). An answer
+// from a broker below full weight waited in its send queue: its latency is
+// load too, recorded but isolating nothing (queued).
 //
 // The weight decides the broker's share of picks. A pick of the cascade's
 // first stage (a first attempt, or a retry) lands, by round robin, on
@@ -91,7 +93,7 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU)}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -103,9 +105,10 @@ func capacitySettings(c *Config) **CapacityConfig { return &c.Capacity }
 
 // capacityModel is the model's settings, and its outcome hook.
 type capacityModel struct {
-	decrease float64 // what one push-back multiplies the weight by
-	recU     int64   // Capacity.Recovery in stamp units: from 0 to full weight
-	rateQ    uint64  // weight units regained per stamp unit, times 2^32
+	decrease float64   // what one push-back multiplies the weight by
+	recU     int64     // Capacity.Recovery in stamp units: from 0 to full weight
+	rateQ    uint64    // weight units regained per stamp unit, times 2^32
+	pol      *policies // the strategy's policies: the isolation hook a queued answer's update passes on
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -222,13 +225,18 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
 // report takes a push-back under the model: it lowers the broker's weight
 // and makes the fault update itself, which isolates nothing. A busy answer
 // is an answer: the broker is reachable. A throttled attempt met no broker:
-// its reachability stays as it was. Other classes go to the mode's rules.
+// its reachability stays as it was. An answer from a broker below full
+// weight is queued, and the model makes its update too (queued). Other
+// classes go to the mode's rules.
 func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
 		now := a.table.seen()
 		sl.cap.observe(now, o.Latency)
 		sl.cap.answered.Store(now)
+		if st := sl.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
+			return m.queued(a, o), true
+		}
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
 		return FaultUpdate{}, false
@@ -252,6 +260,21 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 		a.table.changed()
 	}
 	return u, true
+}
+
+// queued is the fault update of an answer from a broker below full weight
+// (it pushed back within Capacity.Recovery): a broker that rejects sends
+// answers the ones it takes late because they waited in its send queue, so
+// the answer's latency is load, which the weight already accounts for, not
+// a fault. It records the latency and the broker's reachability as the
+// mode's rules do for an answer, and isolates nothing however late the
+// answer (the duration table would isolate it for 550 ms and up, and on a
+// saturated cluster every broker answers that late).
+func (m *capacityModel) queued(a attempt, o Outcome) FaultUpdate {
+	lat := max(o.Latency, 0)
+	t := a.table.t
+	t.updateSlot(a.slot, lat, 0, true, ReasonLatency, m.pol.isolation)
+	return FaultUpdate{Broker: a.broker, Latency: lat, Reachable: true}
 }
 
 // share is the model's pick among the cascade's first-stage candidates: p

@@ -678,3 +678,34 @@ func TestElsewhereAllocations(t *testing.T) {
 		t.Errorf("RoomElsewhere and AttemptElsewhere: %v allocations, want 0", n)
 	}
 }
+
+// TestCapacityQueueingIsLoad: a broker that pushed back within
+// Capacity.Recovery and then answers slowly is queueing, which is load: its
+// slow answers isolate nothing (on a saturated cluster every broker answers
+// slowly from its send queue, and isolating them for latency leaves
+// capacity idle), and it stays available and reachable. Its share still
+// falls with its weight. A broker that never pushed back is isolated for
+// the same slow answer as the duration table says; so is the loaded broker
+// once its weight is full again.
+func TestCapacityQueueingIsLoad(t *testing.T) {
+	slow := answered(600 * time.Millisecond) // the v5 table: 550 ms and up isolate
+	r := newPresetRig(t, 4, 2)
+	r.s.Report(pickOf(t, r, "b1"), pushedBack())
+	r.clock.Advance(100 * time.Millisecond)
+	r.s.Report(pickOf(t, r, "b1"), slow)
+	if !r.s.Table().IsAvailable("b1") || !r.s.Table().IsReachable("b1") {
+		t.Errorf("a broker that pushed back 100ms ago was isolated for a slow answer: %+v", r.s.Table().Items())
+	}
+	if w := r.s.Weight("b1"); w >= 1 {
+		t.Errorf("Weight(b1) = %v after a push-back, want below 1", w)
+	}
+	r.s.Report(pickOf(t, r, "b2"), slow)
+	if r.s.Table().IsAvailable("b2") {
+		t.Error("a broker that never pushed back was not isolated for a 600ms answer")
+	}
+	r.clock.Advance(latency.DefaultCapacityRecovery)
+	r.s.Report(pickOf(t, r, "b1"), slow)
+	if r.s.Table().IsAvailable("b1") {
+		t.Error("a broker a recovery time after its last push-back was not isolated for a 600ms answer")
+	}
+}
