@@ -465,8 +465,8 @@ func (s *Strategy) Weight(broker string) float64 {
 // RoomElsewhere reports whether a broker other than broker has room under
 // the capacity model: reachable, not isolated, at half weight or more (true
 // with the model off, or no such broker known). The send loop asks it before
-// retrying a busy answer FullRemark reads as full (producer.RoomModel;
-// POLICIES.md). Safe for concurrent use; reads the clock, no lock, no
+// retrying a send's second busy answer FullRemark reads as full
+// (producer.RoomModel; POLICIES.md). Safe for concurrent use; reads the clock, no lock, no
 // allocation.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity

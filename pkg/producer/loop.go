@@ -156,14 +156,16 @@ const (
 //
 // # No room
 //
-// One rule is the strategy's, not the mode's: when a busy answer whose remark
-// says the broker's send pool was full (latency.FullRemark: "[OVERLOAD]...")
-// would be retried by the rules here, and the strategy is a RoomModel
-// (*latency.Strategy is) whose RoomElsewhere reports no other broker with
-// room, the send is not retried: it returns an earlier answer (a sync send's
-// StopAnswered) or ends with the busy answer's error (StopNoRoom, matching
-// ErrNoRoom). Every other broker is then refusing its excess too, and a
-// retry would only take the room another send's attempt would have had.
+// One rule is the strategy's, not the mode's: when a send's second busy
+// answer whose remark says the broker's send pool was full
+// (latency.FullRemark: "[OVERLOAD]...") would be retried by the rules here,
+// and the strategy is a RoomModel (*latency.Strategy is) whose RoomElsewhere
+// reports no other broker with room, the send is not retried: it returns an
+// earlier answer (a sync send's StopAnswered) or ends with the busy answer's
+// error (StopNoRoom, matching ErrNoRoom). Two full brokers in one send, and
+// no other with room, say every broker is refusing its excess, and a retry
+// would only take the room another send's attempt would have had; the
+// first full answer is one broker's word, and its retry is made.
 // Finish asks after it has reported the outcome through the pick, so the
 // model has learnt the busy answer. The question is asked only then (never for another class or remark, nor
 // for an outcome the rules do not retry), and *latency.Strategy answers it
@@ -231,6 +233,7 @@ type Loop struct {
 	phase      loopPhase
 	total      int // attempts allowed
 	attempts   int // attempts started
+	fulls      int // busy answers that said the broker's send pool was full (the no-room rule)
 	picks      int // brokers recorded: the attempts, plus a pick the budget refused
 	broker     string
 	queue      route.MessageQueue
@@ -407,7 +410,10 @@ func (l *Loop) decide(o *Outcome) decision {
 	} else {
 		d = l.finishDefault(o)
 	}
-	d.askRoom = d.Retry && l.room != nil && o.Class == latency.ClassBusy && latency.FullRemark(o.Remark)
+	if o.Class == latency.ClassBusy && latency.FullRemark(o.Remark) {
+		l.fulls++
+		d.askRoom = d.Retry && l.room != nil && l.fulls > 1
+	}
 	return d
 }
 

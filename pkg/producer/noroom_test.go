@@ -13,10 +13,10 @@ import (
 
 // TestDriveNoRetryWithoutRoom drives a sync send over two brokers that have
 // both pushed back lately (three busy answers each, under the mqfault
-// preset's capacity model), every attempt answered busy: a rejection
-// ([OVERLOAD]) is not retried, since no broker has room and a retry
-// would only take another send's, and the send ends with the busy answer's
-// error (StopNoRoom, matching ErrNoRoom), not a retry budget refusal. A
+// preset's capacity model), every attempt answered busy: a first rejection
+// ([OVERLOAD]) is retried, a second is not, since no broker has room and a
+// retry would only take another send's, and the send ends with the busy
+// answer's error (StopNoRoom, matching ErrNoRoom), not a retry budget refusal. A
 // send queue's timeout is retried, and with the capacity model off every
 // busy answer is; the reference configurations (no capacity model) report
 // room and retry as their mode's rules say (4.x does not retry code 2).
@@ -50,7 +50,7 @@ func TestDriveNoRetryWithoutRoom(t *testing.T) {
 		stop   producer.Stop
 		room   bool // whether RoomElsewhere reports room for both brokers
 	}{
-		{"rejected, no room", preset(latency.DefaultCapacityDecrease), reject, 1, producer.StopNoRoom, false},
+		{"rejected, no room", preset(latency.DefaultCapacityDecrease), reject, 2, producer.StopNoRoom, false},
 		{"queue timeout, no room", preset(latency.DefaultCapacityDecrease), queued, 3, producer.StopFailed, false},
 		{"rejected, capacity model off", preset(0), reject, 3, producer.StopFailed, true},
 		{"rejected, reference v5", reference(latency.Reference5), reject, 3, producer.StopFailed, true},

@@ -289,13 +289,18 @@ func TestPathsSendStops(t *testing.T) {
 			return context.Background()
 		}},
 		{producer.StopNoRoom, true, func(t *testing.T, s *seam) context.Context {
-			// A full broker's busy answer, and no room elsewhere: not retried.
+			// A second full broker's busy answer, and no room elsewhere: not
+			// retried (the first full answer is retried unasked).
 			const full = "[OVERLOAD]system busy"
+			busy := latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Remark: full, Path: latency.PathSend}
 			gomock.InOrder(
 				s.pick(latency.PickInfo{}, "A"),
 				s.send("A", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
-				s.report("A", latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Remark: full, Path: latency.PathSend}),
-				s.room.EXPECT().RoomElsewhere("A").Return(false),
+				s.report("A", busy),
+				s.pick(retryPick, "B"),
+				s.send("B", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
+				s.report("B", busy),
+				s.room.EXPECT().RoomElsewhere("B").Return(false),
 			)
 			return context.Background()
 		}},

@@ -55,10 +55,11 @@ type roomEnd struct {
 // capacity model finds room elsewhere, one that finds none, one without a
 // model, and the v4 reference rules. The model is asked only about a busy
 // answer whose remark says the broker's send pool was full
-// ("[OVERLOAD]...", latency.FullRemark) and that the mode's rules would
-// retry, once, about that attempt's broker; "no room" ends the send with
-// StopNoRoom (an error matching ErrNoRoom and wrapping the busy answer's
-// *BrokerError), or with an earlier answer.
+// ("[OVERLOAD]...", latency.FullRemark), that the mode's rules would retry,
+// and that is the send's second such answer (one full broker is retried
+// whatever the model says), once, about that attempt's broker; "no room"
+// ends the send with StopNoRoom (an error matching ErrNoRoom and wrapping
+// the busy answer's *BrokerError), or with an earlier answer.
 func TestLoopNoRoomRule(t *testing.T) {
 	const full = "[OVERLOAD]system busy, start flow control for a while"
 	const queued = "[TIMEOUT_CLEAN_QUEUE]broker busy, period in queue: 200ms, size of queue: 40"
@@ -76,43 +77,63 @@ func TestLoopNoRoomRule(t *testing.T) {
 		name         string
 		kind         producer.Kind
 		retryAnother bool
+		retries      int // RetryTimes and AsyncRetryTimes; 0: the reference's 2
 		script       []roomStep
 		want         [numCols]roomEnd
 	}{
-		{"sync, full", producer.KindSync, false,
+		{"sync, full once", producer.KindSync, false, 0,
 			[]roomStep{{"A", busy(full), false}, {"B", ok, false}},
 			[numCols]roomEnd{
-				colRoom:   {producer.StopAnswered, 2, "A"},
-				colNoRoom: {producer.StopNoRoom, 1, "A"},
+				colRoom:   {producer.StopAnswered, 2, ""}, // one full broker is retried, room or not
+				colNoRoom: {producer.StopAnswered, 2, ""},
 				colModel:  {producer.StopAnswered, 2, ""},
 				colRef:    {producer.StopBrokerError, 1, ""}, // code 2 is not a 4.x retry code
 			}},
-		{"sync, queue timeout", producer.KindSync, false,
-			[]roomStep{{"A", busy(queued), false}, {"B", ok, false}},
-			[numCols]roomEnd{
-				colRoom:   {producer.StopAnswered, 2, ""},
-				colNoRoom: {producer.StopAnswered, 2, ""},
-				colModel:  {producer.StopAnswered, 2, ""},
-				colRef:    {producer.StopBrokerError, 1, ""},
-			}},
-		{"sync, full after an earlier answer", producer.KindSync, true,
-			[]roomStep{{"A", notOK, false}, {"B", busy(full), false}, {"C", ok, false}},
-			[numCols]roomEnd{
-				colRoom:   {producer.StopAnswered, 3, "B"},
-				colNoRoom: {producer.StopAnswered, 2, "B"}, // the earlier answer
-				colModel:  {producer.StopAnswered, 3, ""},
-				colRef:    {producer.StopAnswered, 2, ""},
-			}},
-		{"async, full after hand-over", producer.KindAsync, false,
-			[]roomStep{{"A", busy(full), true}},
-			same(roomEnd{producer.StopBrokerError, 1, ""})}, // never retried
-		{"async, full on a retry before hand-over", producer.KindAsync, false,
-			[]roomStep{{"A", failed, true}, {"B", busy(full), false}, {"C", ok, true}},
+		{"sync, full twice", producer.KindSync, false, 0,
+			[]roomStep{{"A", busy(full), false}, {"B", busy(full), false}, {"C", ok, false}},
 			[numCols]roomEnd{
 				colRoom:   {producer.StopAnswered, 3, "B"},
 				colNoRoom: {producer.StopNoRoom, 2, "B"},
 				colModel:  {producer.StopAnswered, 3, ""},
-				colRef:    {producer.StopNoRoom, 2, "B"}, // the rule is the strategy's, whatever the mode
+				colRef:    {producer.StopBrokerError, 1, ""},
+			}},
+		{"sync, queue timeouts", producer.KindSync, false, 0,
+			[]roomStep{{"A", busy(queued), false}, {"B", busy(queued), false}, {"C", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 3, ""},
+				colNoRoom: {producer.StopAnswered, 3, ""},
+				colModel:  {producer.StopAnswered, 3, ""},
+				colRef:    {producer.StopBrokerError, 1, ""},
+			}},
+		{"sync, a queue timeout then full", producer.KindSync, false, 0,
+			[]roomStep{{"A", busy(queued), false}, {"B", busy(full), false}, {"C", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 3, ""}, // only full answers count
+				colNoRoom: {producer.StopAnswered, 3, ""},
+				colModel:  {producer.StopAnswered, 3, ""},
+				colRef:    {producer.StopBrokerError, 1, ""},
+			}},
+		{"sync, full twice after an earlier answer", producer.KindSync, true, 3,
+			[]roomStep{{"A", notOK, false}, {"B", busy(full), false}, {"C", busy(full), false}, {"A", ok, false}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 4, "C"},
+				colNoRoom: {producer.StopAnswered, 3, "C"}, // the earlier answer
+				colModel:  {producer.StopAnswered, 4, ""},
+				colRef:    {producer.StopAnswered, 2, ""},
+			}},
+		{"async, full after hand-over", producer.KindAsync, false, 0,
+			[]roomStep{{"A", busy(full), true}},
+			same(roomEnd{producer.StopBrokerError, 1, ""})}, // never retried
+		{"async, full once on a retry before hand-over", producer.KindAsync, false, 0,
+			[]roomStep{{"A", failed, true}, {"B", busy(full), false}, {"C", ok, true}},
+			same(roomEnd{producer.StopAnswered, 3, ""})},
+		{"async, full twice before hand-over", producer.KindAsync, false, 3,
+			[]roomStep{{"A", failed, true}, {"B", busy(full), false}, {"C", busy(full), false}, {"A", ok, true}},
+			[numCols]roomEnd{
+				colRoom:   {producer.StopAnswered, 4, "C"},
+				colNoRoom: {producer.StopNoRoom, 3, "C"},
+				colModel:  {producer.StopAnswered, 4, ""},
+				colRef:    {producer.StopNoRoom, 3, "C"}, // the rule is the strategy's, whatever the mode
 			}},
 	} {
 		for col := range numCols {
@@ -154,6 +175,9 @@ func TestLoopNoRoomRule(t *testing.T) {
 
 				cfg := producer.Reference5()
 				cfg.RetryAnotherBrokerWhenNotStoreOK = tt.retryAnother
+				if tt.retries > 0 {
+					cfg.RetryTimes, cfg.AsyncRetryTimes = tt.retries, tt.retries
+				}
 				pol, err := producer.NewPolicy(cfg, mode)
 				if err != nil {
 					t.Fatal(err)

@@ -36,9 +36,9 @@ var _ Strategy = (*latency.Strategy)(nil)
 // RoomModel is the part of a Strategy with a capacity model that the send
 // loop asks about a busy answer (the Loop documentation's "No room"): a
 // Drive over a Strategy that is also a RoomModel asks it, and only it, when
-// an attempt on broker met a busy answer whose remark says the broker's
-// send pool was full (latency.FullRemark) and the mode's rules would retry
-// it. *latency.Strategy is one.
+// an attempt on broker met the send's second busy answer whose remark says
+// the broker's send pool was full (latency.FullRemark) and the mode's rules
+// would retry it. *latency.Strategy is one.
 //
 // RoomElsewhere reports whether a broker other than broker may have room
 // for the retry; false ends the send (StopNoRoom) instead of retrying. A
