@@ -294,8 +294,8 @@ func (m *capacityModel) queued(a attempt, o Outcome) FaultUpdate {
 //     w_q - w_p, the latency term (latencyScaled) scaling w_p.
 //
 // Between them, a pick at full weight and not slow stays (no rule has
-// anything to move), and a partner on p's broker, on last or unreachable
-// is no candidate. It takes no lock, allocates nothing and reads no clock
+// anything to move); the partner is on another broker (partnerOf), and one
+// on last or unreachable is no candidate. It takes no lock, allocates nothing and reads no clock
 // (the table's last seen time stands for now): it is on the pick path.
 func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
 	s := c5.s
@@ -322,7 +322,7 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 	if wp >= weightScale && lp < int64(latencyFloor) {
 		return p
 	}
-	q := partner(p, n, idx)
+	q := b.partnerOf(p, e.broker, idx)
 	noRoom := false
 	if wp < roomWeight { // p has no room
 		r, none := c5.retryToRoom(b, v, e.broker, q, last, strict, u)
@@ -403,13 +403,17 @@ func latencyScaled(wp uint64, lp, lq int64) uint64 {
 }
 
 // roomFrom returns the first position from q on (all n of them, wrapping)
-// whose broker has room (weight at least roomWeight), is neither broker
-// nor last, is reachable, and is not isolated (or, unless strict, is one the
-// cap releases); ok is false when there is none. Only a retry from a broker
+// whose broker is at full weight, else the first whose broker has room
+// (weight at least roomWeight), of those that are neither broker nor last,
+// are reachable, and are not isolated (or, unless strict, are ones the cap
+// releases); ok is false when there is none. A broker at full weight has
+// not pushed back within Capacity.Recovery; one with room but below it
+// has, and may still be full. Only a retry from a broker
 // without room walks it: no lock, no allocation, no clock read.
 func (c5 cascade5) roomFrom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (int, bool) {
 	m := c5.s.policies.capacity
 	n := len(b.entries)
+	fb := -1
 	for i := range n {
 		r := q + i
 		if r >= n {
@@ -422,11 +426,13 @@ func (c5 cascade5) roomFrom(b *binding, v *capView, broker int32, q int, last in
 		if e.s.isolated.Load() && (strict || !v.releases(e.broker)) {
 			continue
 		}
-		if m.weightQ(e.s.cap.state.Load(), u) >= roomWeight {
+		if w := m.weightQ(e.s.cap.state.Load(), u); w >= weightScale {
 			return r, true
+		} else if w >= roomWeight && fb < 0 {
+			fb = r
 		}
 	}
-	return 0, false
+	return fb, fb >= 0
 }
 
 // shareHash spreads the index value over 32 bits (a multiply and a
@@ -440,7 +446,31 @@ func shareHash(idx int32) uint32 {
 	return h
 }
 
-// partner is the second candidate for position p of n (n > 1) at index
+// partnerOf is the second candidate for position p, whose broker is broker,
+// at index value idx: a position on another broker. It draws partner with
+// idx and, while the draw is on broker, with partnerDraws-1 more hashes of
+// idx, then walks on from the last draw to the first position on another
+// broker (p when there is none). Drawing again rather than walking keeps the
+// candidate spread over the other brokers whatever the order of the route's
+// queues. No lock, no allocation: it is on the pick path.
+func (b *binding) partnerOf(p int, broker int32, idx int32) int {
+	n := len(b.entries)
+	q := partner(p, n, idx)
+	for d := 1; d < partnerDraws && b.entries[q].broker == broker; d++ {
+		q = partner(p, n, int32(shareHash(idx+int32(d))))
+	}
+	for i := 0; i < n && b.entries[q].broker == broker; i++ {
+		if q++; q == n {
+			q = 0
+		}
+	}
+	return q
+}
+
+// partnerDraws is how many draws partnerOf makes before it walks.
+const partnerDraws = 4
+
+// partner is a second candidate for position p of n (n > 1) at index
 // value idx: another position, spread over all n-1 of them as idx moves.
 func partner(p, n int, idx int32) int {
 	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)

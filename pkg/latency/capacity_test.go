@@ -709,3 +709,28 @@ func TestCapacityQueueingIsLoad(t *testing.T) {
 		t.Error("a broker a recovery time after its last push-back was not isolated for a 600ms answer")
 	}
 }
+
+// TestCapacityRejectingBrokerKeepsLittle: a broker that rejects every
+// attempt it gets, whatever its load (a SYSTEM_BUSY event, not a full
+// broker), keeps little more than the floor's share while another broker
+// has room, however many queues it has: the second candidate is always on
+// another broker, so a pick that lands on one of its queues is not kept
+// there because the candidate drawn was its own queue.
+func TestCapacityRejectingBrokerKeepsLittle(t *testing.T) {
+	for _, queues := range []int{1, 4, 8} {
+		t.Run(fmt.Sprintf("%d queues", queues), func(t *testing.T) {
+			r := newPresetRig(t, 2, queues)
+			answer := func(b string) latency.Outcome {
+				if b == "b1" {
+					return pushedBack()
+				}
+				return answered(time.Millisecond)
+			}
+			r.run(t, 400, 200*time.Millisecond, answer) // the weight falls
+			counts := r.run(t, 4000, 2*time.Second, answer)
+			if got := counts["b1"]; got > 4000/20 {
+				t.Errorf("the rejecting broker got %d of 4000 first attempts, want at most 5%% (counts %v)", got, counts)
+			}
+		})
+	}
+}
