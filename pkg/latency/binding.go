@@ -198,6 +198,9 @@ func (s *Strategy) newBinding(info *route.PublishInfo, gen uint64) *binding {
 	}
 	if r := s.policies.release; r != nil {
 		b.cap = r.bind(slots, b.entries, &s.durations)
+		if m, t := s.policies.capacity, s.table; b.cap != nil && m != nil {
+			b.cap.noRoom = func(sl *slot) bool { return m.noRoom(sl, t.units(t.seen.Load())) }
+		}
 	}
 	return b
 }

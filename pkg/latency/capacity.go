@@ -93,7 +93,8 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p,
+				isolationLatency: specOf(c.Mode).isolationLatency}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -109,6 +110,9 @@ type capacityModel struct {
 	recU     int64     // Capacity.Recovery in stamp units: from 0 to full weight
 	rateQ    uint64    // weight units regained per stamp unit, times 2^32
 	pol      *policies // the strategy's policies: the isolation hook a queued answer's update passes on
+	// isolationLatency is the mode's charge for a failed send, which a
+	// slow broker's timeout is isolated for (slowTimeout).
+	isolationLatency time.Duration
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -210,14 +214,16 @@ func (m *capacityModel) weight(st uint64, u int64) float64 {
 	return float64(m.weightQ(st, u)) / weightScale
 }
 
-// pushBack lowers c's weight for a push-back at u (stamp units).
-func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
+// pushBack lowers c's weight for a push-back at u (stamp units), and
+// reports whether it took the broker from room to none (below roomWeight).
+func (m *capacityModel) pushBack(c *brokerCapacity, u int64) (lostRoom bool) {
 	for {
 		st := c.state.Load()
-		w := max(m.weight(st, u)*m.decrease, capacityFloor)
-		n := uint64(w*weightScale)<<stampBits | uint64(u)&stampMask
+		w0 := m.weightQ(st, u)
+		wq := uint64(max(m.weight(st, u)*m.decrease, capacityFloor) * weightScale)
+		n := wq<<stampBits | uint64(u)&stampMask
 		if c.state.CompareAndSwap(st, n) {
-			return
+			return w0 >= roomWeight && wq < roomWeight
 		}
 	}
 }
@@ -225,9 +231,12 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) {
 // report takes a push-back under the model: it lowers the broker's weight
 // and makes the fault update itself, which isolates nothing. A busy answer
 // is an answer: the broker is reachable. A throttled attempt met no broker:
-// its reachability stays as it was. An answer from a broker below full
-// weight is queued, and the model makes its update too (queued). Other
-// classes go to the mode's rules.
+// its reachability stays as it was. A push-back that leaves the broker
+// without room bumps the table's isolation epoch: the isolation cap counts
+// brokers without room (noRoomCounts). An answer from a broker below full
+// weight is queued, and the model makes its update too (queued), and so
+// does a slow broker's timeout (slowTimeout). Other classes go to the
+// mode's rules.
 func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
@@ -236,6 +245,11 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 		sl.cap.answered.Store(now)
 		if st := sl.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
 			return m.queued(a, o), true
+		}
+	}
+	if o.Class == ClassTransportTimeout && o.Path == PathSend && !o.Pending && sl != nil {
+		if now := a.table.seen(); sl.cap.answeredSince(now - int64(answeredWindow)) {
+			return m.slowTimeout(a, o), true
 		}
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
@@ -247,7 +261,9 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	}
 	now := a.table.now()
 	a.table.see(now)
-	m.pushBack(&sl.cap, a.table.units(now))
+	if m.pushBack(&sl.cap, a.table.units(now)) {
+		a.table.t.bump()
+	}
 	if o.Class == ClassBusy && stallRemark(o.Remark) {
 		m.stall(a, o, now)
 	}
@@ -275,6 +291,28 @@ func (m *capacityModel) queued(a attempt, o Outcome) FaultUpdate {
 	t := a.table.t
 	t.updateSlot(a.slot, lat, 0, true, ReasonLatency, m.pol.isolation)
 	return FaultUpdate{Broker: a.broker, Latency: lat, Reachable: true}
+}
+
+// answeredWindow is how recently a broker must have answered a send for
+// its timeout to be slowness rather than unreachability (slowTimeout).
+const answeredWindow = time.Second
+
+// slowTimeout is the fault update of a send's attempt that timed out on a
+// broker that answered a send within answeredWindow: the broker is slow,
+// not unreachable (its answers arrive, later than the attempt's timeout),
+// so it is isolated as the mode isolates a failed send, but stays
+// reachable, in the first stage's reach and a partner for share.
+func (m *capacityModel) slowTimeout(a attempt, o Outcome) FaultUpdate {
+	lat := max(o.Latency, 0)
+	d := a.table.durations.Load().t.Isolation(m.isolationLatency)
+	a.table.t.updateSlot(a.slot, lat, d, true, ReasonFailure, m.pol.isolation)
+	return FaultUpdate{Broker: a.broker, Latency: lat, Isolation: true, Reachable: true}
+}
+
+// noRoom reports whether broker slot sl is without room (weight below
+// roomWeight) at u (stamp units). The isolation cap asks it (noRoomCounts).
+func (m *capacityModel) noRoom(sl *slot, u int64) bool {
+	return m.weightQ(sl.cap.state.Load(), u) < roomWeight
 }
 
 // share is the model's pick among the cascade's first-stage candidates: p
@@ -510,12 +548,21 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 }
 
 // AttemptElsewhere reports whether a retry of an attempt on broker has
-// somewhere to go (producer.RoomModel): the capacity model is off, the table
-// knows no other broker, or another is reachable, isolated or not. Safe for
-// concurrent use; no lock, no allocation.
+// somewhere to go (producer.RoomModel): the model is off, the table knows no
+// other broker, or another is reachable (isolated or not; with room too, when
+// broker has room: else it is the cluster's room). Safe for concurrent use.
 func (s *Strategy) AttemptElsewhere(broker string) bool {
-	if s.policies.capacity == nil {
+	m := s.policies.capacity
+	if m == nil {
 		return true
+	}
+	u := s.table.units(s.table.now())
+	if sl := s.table.lookup(broker); sl != nil && !m.noRoom(sl, u) {
+		// A retry elsewhere would meet push-back: the attempt on the
+		// broker with room keeps the budget.
+		return s.table.anyOther(broker,
+			func(*slot) bool { return true },
+			func(o *slot) bool { return o.reachable.Load() && !m.noRoom(o, u) })
 	}
 	return s.table.anyOther(broker,
 		func(*slot) bool { return true },

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -732,5 +733,85 @@ func TestCapacityRejectingBrokerKeepsLittle(t *testing.T) {
 				t.Errorf("the rejecting broker got %d of 4000 first attempts, want at most 5%% (counts %v)", got, counts)
 			}
 		})
+	}
+}
+
+// TestCapacityCapCountsNoRoom: the isolation cap counts a broker the
+// capacity model finds without room as avoided (noRoomCounts). One slow
+// broker of four is isolated, within the cap's limit of two, so the cap
+// keeps it out while the others have room; once the three others pushed
+// back to below half weight, none of the brokers in service has room and
+// the cap keeps the slow one in service; a recovery period later it is out
+// again.
+func TestCapacityCapCountsNoRoom(t *testing.T) {
+	r := newPresetRig(t, 4, 1)
+	r.s.Report(pickOf(t, r, "b3"), answered(2*time.Second))
+	if r.s.Table().IsAvailable("b3") {
+		t.Fatal("b3 not isolated by a 2 s answer")
+	}
+	if rel := r.s.Released(r.info); len(rel) != 0 {
+		t.Fatalf("released %v with one broker isolated and room elsewhere, want none", rel)
+	}
+	for _, b := range []string{"b0", "b1", "b2"} {
+		for range 3 { // a weight of 0.42
+			pushOnce(t, r, b)
+		}
+	}
+	if rel := r.s.Released(r.info); !slices.Equal(rel, []string{"b3"}) {
+		t.Errorf("released %v with b0-b2 without room, want [b3]", rel)
+	}
+	r.clock.Advance(latency.DefaultCapacityRecovery + time.Millisecond)
+	r.s.Report(pickOf(t, r, "b0"), pushedBack())               // one push-back: room still
+	r.s.Table().Update("b3", 2*time.Second, time.Minute, true) // an isolation change: the view is recomputed
+	if rel := r.s.Released(r.info); len(rel) != 0 {
+		t.Errorf("released %v once the others have room again, want none", rel)
+	}
+}
+
+// TestCapacitySlowTimeout: under the capacity model a timeout on a broker
+// that answered a send within the last second is slowness: the broker is
+// isolated as for a failure but stays reachable (slowTimeout). A timeout on
+// a broker that has not answered lately marks it unreachable, as the mode's
+// rules with the detector on do.
+func TestCapacitySlowTimeout(t *testing.T) {
+	r := newPresetRig(t, 3, 1)
+	timeout := latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+	r.s.Report(pickOf(t, r, "b1"), answered(time.Millisecond))
+	r.clock.Advance(500 * time.Millisecond)
+	r.s.Report(pickOf(t, r, "b1"), timeout)
+	if r.s.Table().IsAvailable("b1") {
+		t.Error("b1 not isolated by its timeout")
+	}
+	if !r.s.Table().IsReachable("b1") {
+		t.Error("b1 unreachable after a timeout 0.5 s after its answer, want reachable")
+	}
+	r.clock.Advance(2 * time.Second)
+	r.s.Report(pickOf(t, r, "b2"), timeout) // b2 never answered a send through a pick
+	if r.s.Table().IsReachable("b2") {
+		t.Error("b2 reachable after a timeout with no answer before it, want unreachable")
+	}
+}
+
+// TestAttemptElsewhereRoom: an attempt on a broker with room has somewhere
+// else to go only while another reachable broker has room too; once every
+// other broker pushed back below half weight, it is the cluster's room and
+// keeps the budget. An attempt on a broker without room still has
+// somewhere else while another is reachable.
+func TestAttemptElsewhereRoom(t *testing.T) {
+	r := newPresetRig(t, 3, 1)
+	for _, b := range []string{"b1", "b2"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+	}
+	if r.s.AttemptElsewhere("b0") {
+		t.Error("b0 with room, b1 and b2 without: want nowhere else")
+	}
+	if !r.s.AttemptElsewhere("b1") {
+		t.Error("b1 without room, b0 with room: want somewhere else")
+	}
+	r.clock.Advance(latency.DefaultCapacityRecovery + time.Millisecond)
+	if !r.s.AttemptElsewhere("b0") {
+		t.Error("b0 a recovery period later: want somewhere else")
 	}
 }

@@ -119,6 +119,9 @@ type capState struct {
 	view      atomic.Pointer[capView]
 	bufs      [2]capView
 	ranks     []rankKey // guarded by busy
+	// noRoom, with the capacity model on, reports whether a broker is
+	// without room (noRoomCounts); nil without the model.
+	noRoom func(*slot) bool
 }
 
 // capView says which isolated brokers of a route the cap keeps in service,
@@ -204,12 +207,13 @@ func (c *capState) fill(v *capView) {
 		v.rel[i].Store(0)
 	}
 	v.nRel.Store(0)
-	if len(c.ranks) <= c.limit {
+	limit := c.noRoomCounts()
+	if len(c.ranks) <= limit {
 		return
 	}
 	slices.SortFunc(c.ranks, worseFirst)
 	var nRel int64
-	for _, r := range c.ranks[c.limit:] { // the limit worst stay avoided
+	for _, r := range c.ranks[limit:] { // the limit worst stay avoided
 		v.released[r.i].Store(true)
 		for _, p := range c.positions[r.i] {
 			v.rel[p>>6].Or(1 << (p & 63))
@@ -217,6 +221,29 @@ func (c *capState) fill(v *capView) {
 		nRel += int64(len(c.positions[r.i]))
 	}
 	v.nRel.Store(nRel)
+}
+
+// noRoomCounts is how many isolated brokers the cap lets picks avoid: its
+// limit less the brokers the capacity model finds without room and nothing
+// isolates. The capacity model's share already moves picks off a broker
+// without room, so it is avoided as much as an isolated one; with it
+// counted, when push-back leaves no room among the brokers in service, the
+// cap keeps the isolated brokers that may have room (a slow broker that
+// answers) in service rather than send every pick where it is refused. The
+// model bumps the table's epoch when a broker loses its room, so the view
+// is recomputed; a broker regaining room over time bumps nothing, and the
+// view waits for the next isolation change.
+func (c *capState) noRoomCounts() int {
+	limit := c.limit
+	if c.noRoom == nil {
+		return limit
+	}
+	for _, s := range c.slots {
+		if !s.isolated.Load() && c.noRoom(s) {
+			limit--
+		}
+	}
+	return max(limit, 0)
 }
 
 // rankKey is what the cap ranks an isolated broker by.
