@@ -113,6 +113,8 @@ type capacityModel struct {
 	// isolationLatency is the mode's charge for a failed send, which a
 	// slow broker's timeout is isolated for (slowTimeout).
 	isolationLatency time.Duration
+
+	stallHeld atomic.Int64 // table time the latest stall isolation ends (stall.go)
 }
 
 var _ outcomeHook = (*capacityModel)(nil)
@@ -266,6 +268,8 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	}
 	if o.Class == ClassBusy && stallRemark(o.Remark) {
 		m.stall(a, o, now)
+	} else if o.Class == ClassBusy && fullAnswer(o.Remark) {
+		m.relieve(a, now)
 	}
 	if o.Class == ClassThrottled {
 		u.Reachable = sl.reachable.Load()

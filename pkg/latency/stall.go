@@ -25,6 +25,12 @@ import (
 // forgiven and starts again at stallBase. A stall isolation is the broker's
 // own, not a failure: it raises no backoff level, the broker stays
 // reachable, and the isolation cap counts it as any other.
+// A stall isolation costs the cluster the stalled broker's capacity, which
+// between its stalls it serves; so a full broker's busy answer
+// (fullAnswer) that leaves no other broker outside an isolation with room
+// ends every stall isolation at once (relieve): the others are full, and
+// the stalled broker is room. A stall answer after that isolates it again,
+// counted as a repeat.
 // The answers of the sends already queued at the stalled broker arrive
 // while its isolation holds and change nothing.
 
@@ -69,6 +75,12 @@ func (m *capacityModel) stall(a attempt, o Outcome, now int64) {
 		return // a concurrent answer isolated it
 	}
 	st.level.Store(lv)
+	for end := now + int64(d); ; {
+		h := m.stallHeld.Load()
+		if h >= end || m.stallHeld.CompareAndSwap(h, end) {
+			break
+		}
+	}
 	t := a.table.t
 	if r, ok := t.updateSlot(a.slot, max(o.Latency, 0), d, true, ReasonStall, nil); ok && t.obs != nil {
 		t.obs.OnIsolate(t.event(a.broker, ReasonStall, max(o.Latency, 0), r))
@@ -107,3 +119,70 @@ func stallRemark(remark string) bool {
 // stallQueue is the queue length below which a send queue's timeout is a
 // stall's (stallRemark).
 const stallQueue = 8
+
+// relieve ends every stall isolation of a's table when a full busy answer
+// of a's broker, seen at table time now, leaves it below roomWeight and no
+// other broker reachable, not isolated and with room: the cluster without
+// the stalled brokers is full, and a stalled broker, which serves between
+// its stalls, is room it would otherwise lose.
+func (m *capacityModel) relieve(a attempt, now int64) {
+	if now >= m.stallHeld.Load() {
+		return // no stall isolation holds
+	}
+	t := a.table.t
+	u := t.units(now)
+	if m.weightQ(a.slot.cap.state.Load(), u) >= roomWeight {
+		return // the broker still has room
+	}
+	slots := t.slots.Load()
+	if slots == nil {
+		return
+	}
+	for name, sl := range *slots {
+		if name == a.broker || !sl.reachable.Load() || sl.isolated.Load() {
+			continue
+		}
+		if m.weightQ(sl.cap.state.Load(), u) >= roomWeight {
+			return // another broker has room
+		}
+	}
+	for _, sl := range *slots {
+		if sl.cap.stall.until.Load() > now {
+			sl.endStall(now)
+		}
+	}
+}
+
+// endStall ends s's stall isolation at now, unless something else (a
+// failure, or latency) isolated it past the stall.
+func (s *slot) endStall(now int64) {
+	st := &s.cap.stall
+	s.mu.Lock()
+	until := st.until.Load()
+	ended := false
+	if until > now && s.until.Load() == until && !s.failed.Load() {
+		s.until.Store(now)
+		ended = s.setIsolated(false)
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+	}
+	if until > now {
+		st.until.CompareAndSwap(until, now)
+	}
+	s.mu.Unlock()
+	if ended {
+		s.table.ver.Add(1)
+		s.table.bump()
+		if s.present.Load() && s.table.obs != nil {
+			s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: s.table.wallOf(now)})
+		}
+	}
+}
+
+// fullAnswer reports whether a busy answer's remark says the broker is
+// full: its send pool refused at once (FullRemark), or a send waited out a
+// send queue of stallQueue or more.
+func fullAnswer(remark string) bool {
+	return FullRemark(remark) || strings.HasPrefix(remark, "[TIMEOUT_CLEAN_QUEUE]") && !stallRemark(remark)
+}

@@ -101,3 +101,44 @@ func TestStallIsolation(t *testing.T) {
 		t.Errorf("a stall after a long quiet: %v, want 1s", d)
 	}
 }
+
+// TestStallReliefWhenFull: a stall isolation holds while another broker
+// has room, and ends once a full broker's busy answer leaves no broker
+// outside it with room: the stalled broker serves between its stalls, and
+// the others have none to give. A busy answer whose remark does not say
+// the broker is full ends nothing. A stall answer after the relief
+// isolates the broker again.
+func TestStallReliefWhenFull(t *testing.T) {
+	r := newPresetRig(t, 3, 2)
+	tb := r.s.Table()
+	r.s.Report(pickOf(t, r, "b1"), stalled())
+	if tb.IsAvailable("b1") {
+		t.Fatal("a stall answer did not isolate b1")
+	}
+	for range 3 { // b0 below half weight, b2 at full
+		r.s.Report(pickOf(t, r, "b0"), full())
+	}
+	if tb.IsAvailable("b1") {
+		t.Fatal("b1's stall isolation ended while b2 had room")
+	}
+	for range 2 { // b2 at 0.56: still room
+		r.s.Report(pickOf(t, r, "b2"), full())
+	}
+	if tb.IsAvailable("b1") {
+		t.Fatal("b1's stall isolation ended while b2 was above half weight")
+	}
+	r.s.Report(pickOf(t, r, "b2"), latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy,
+		Latency: time.Millisecond, Remark: "[simulated] busy"}) // b2 at 0.42, not saying full
+	if tb.IsAvailable("b1") {
+		t.Fatal("a busy answer that does not say full ended b1's stall isolation")
+	}
+	r.s.Report(pickOf(t, r, "b2"), full()) // b2 at 0.32: no room outside b1
+	if !tb.IsAvailable("b1") || !tb.IsReachable("b1") {
+		t.Fatalf("with no room elsewhere: b1 available %v, reachable %v; want both",
+			tb.IsAvailable("b1"), tb.IsReachable("b1"))
+	}
+	r.s.Report(pickOf(t, r, "b1"), stalled())
+	if tb.IsAvailable("b1") {
+		t.Error("a stall answer after the relief did not isolate b1 again")
+	}
+}
