@@ -93,8 +93,7 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p,
-				isolationLatency: specOf(c.Mode).isolationLatency}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -110,9 +109,6 @@ type capacityModel struct {
 	recU     int64     // Capacity.Recovery in stamp units: from 0 to full weight
 	rateQ    uint64    // weight units regained per stamp unit, times 2^32
 	pol      *policies // the strategy's policies: the isolation hook a queued answer's update passes on
-	// isolationLatency is the mode's charge for a failed send, which a
-	// slow broker's timeout is isolated for (slowTimeout).
-	isolationLatency time.Duration
 
 	stallHeld atomic.Int64 // table time the latest stall isolation ends (stall.go)
 }
@@ -236,9 +232,8 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) (lostRoom bool) {
 // its reachability stays as it was. A push-back that leaves the broker
 // without room bumps the table's isolation epoch: the isolation cap counts
 // brokers without room (noRoomCounts). An answer from a broker below full
-// weight is queued, and the model makes its update too (queued), and so
-// does a slow broker's timeout (slowTimeout). Other classes go to the
-// mode's rules.
+// weight is queued, and the model makes its update too (queued). Other
+// classes go to the mode's rules.
 func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
@@ -247,11 +242,6 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 		sl.cap.answered.Store(now)
 		if st := sl.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
 			return m.queued(a, o), true
-		}
-	}
-	if o.Class == ClassTransportTimeout && o.Path == PathSend && !o.Pending && sl != nil {
-		if now := a.table.seen(); sl.cap.answeredSince(now - int64(answeredWindow)) {
-			return m.slowTimeout(a, o), true
 		}
 	}
 	if o.Class != ClassBusy && o.Class != ClassThrottled {
@@ -295,22 +285,6 @@ func (m *capacityModel) queued(a attempt, o Outcome) FaultUpdate {
 	t := a.table.t
 	t.updateSlot(a.slot, lat, 0, true, ReasonLatency, m.pol.isolation)
 	return FaultUpdate{Broker: a.broker, Latency: lat, Reachable: true}
-}
-
-// answeredWindow is how recently a broker must have answered a send for
-// its timeout to be slowness rather than unreachability (slowTimeout).
-const answeredWindow = time.Second
-
-// slowTimeout is the fault update of a send's attempt that timed out on a
-// broker that answered a send within answeredWindow: the broker is slow,
-// not unreachable (its answers arrive, later than the attempt's timeout),
-// so it is isolated as the mode isolates a failed send, but stays
-// reachable, in the first stage's reach and a partner for share.
-func (m *capacityModel) slowTimeout(a attempt, o Outcome) FaultUpdate {
-	lat := max(o.Latency, 0)
-	d := a.table.durations.Load().t.Isolation(m.isolationLatency)
-	a.table.t.updateSlot(a.slot, lat, d, true, ReasonFailure, m.pol.isolation)
-	return FaultUpdate{Broker: a.broker, Latency: lat, Isolation: true, Reachable: true}
 }
 
 // noRoom reports whether broker slot sl is without room (weight below

@@ -768,30 +768,6 @@ func TestCapacityCapCountsNoRoom(t *testing.T) {
 	}
 }
 
-// TestCapacitySlowTimeout: under the capacity model a timeout on a broker
-// that answered a send within the last second is slowness: the broker is
-// isolated as for a failure but stays reachable (slowTimeout). A timeout on
-// a broker that has not answered lately marks it unreachable, as the mode's
-// rules with the detector on do.
-func TestCapacitySlowTimeout(t *testing.T) {
-	r := newPresetRig(t, 3, 1)
-	timeout := latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
-	r.s.Report(pickOf(t, r, "b1"), answered(time.Millisecond))
-	r.clock.Advance(500 * time.Millisecond)
-	r.s.Report(pickOf(t, r, "b1"), timeout)
-	if r.s.Table().IsAvailable("b1") {
-		t.Error("b1 not isolated by its timeout")
-	}
-	if !r.s.Table().IsReachable("b1") {
-		t.Error("b1 unreachable after a timeout 0.5 s after its answer, want reachable")
-	}
-	r.clock.Advance(2 * time.Second)
-	r.s.Report(pickOf(t, r, "b2"), timeout) // b2 never answered a send through a pick
-	if r.s.Table().IsReachable("b2") {
-		t.Error("b2 reachable after a timeout with no answer before it, want unreachable")
-	}
-}
-
 // TestAttemptElsewhereRoom: an attempt on a broker with room has somewhere
 // else to go only while another reachable broker has room too; once every
 // other broker pushed back below half weight, it is the cluster's room and
