@@ -218,7 +218,7 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) (lostRoom bool) {
 	for {
 		st := c.state.Load()
 		w0 := m.weightQ(st, u)
-		wq := uint64(max(m.weight(st, u)*m.decrease, capacityFloor) * weightScale)
+		wq := uint64(max(float64(w0)/weightScale*m.decrease, capacityFloor) * weightScale)
 		n := wq<<stampBits | uint64(u)&stampMask
 		if c.state.CompareAndSwap(st, n) {
 			return w0 >= roomWeight && wq < roomWeight
@@ -311,8 +311,9 @@ func (m *capacityModel) noRoom(sl *slot, u int64) bool {
 //
 // Between them, a pick at full weight and not slow stays (no rule has
 // anything to move); the partner is on another broker (partnerOf), and one
-// on last or unreachable is no candidate. It takes no lock, allocates nothing and reads no clock
-// (the table's last seen time stands for now): it is on the pick path.
+// on last or unreachable is no candidate. It takes no lock, allocates
+// nothing and reads no clock (the table's last seen time stands for now):
+// it is on the pick path.
 func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
 	s := c5.s
 	m := s.policies.capacity
@@ -424,8 +425,8 @@ func latencyScaled(wp uint64, lp, lq int64) uint64 {
 // are reachable, and are not isolated (or, unless strict, are ones the cap
 // releases); ok is false when there is none. A broker at full weight has
 // not pushed back within Capacity.Recovery; one with room but below it
-// has, and may still be full. Only a retry from a broker
-// without room walks it: no lock, no allocation, no clock read.
+// has, and may still be full. Only a retry from a broker without room
+// walks it: no lock, no allocation, no clock read.
 func (c5 cascade5) roomFrom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (int, bool) {
 	m := c5.s.policies.capacity
 	n := len(b.entries)
@@ -512,8 +513,8 @@ func (s *Strategy) Weight(broker string) float64 {
 // the capacity model: reachable, not isolated, at half weight or more (true
 // with the model off, or no such broker known). The send loop asks it before
 // retrying a send's second busy answer FullRemark reads as full
-// (producer.RoomModel; POLICIES.md). Safe for concurrent use; reads the clock, no lock, no
-// allocation.
+// (producer.RoomModel; POLICIES.md). Safe for concurrent use; reads the
+// clock, no lock, no allocation.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {
@@ -522,7 +523,7 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 	u := s.table.units(s.table.now())
 	return s.table.anyOther(broker,
 		func(sl *slot) bool { return sl.reachable.Load() && !sl.isolated.Load() },
-		func(sl *slot) bool { return m.weightQ(sl.cap.state.Load(), u) >= roomWeight })
+		func(sl *slot) bool { return !m.noRoom(sl, u) })
 }
 
 // AttemptElsewhere reports whether a retry of an attempt on broker has

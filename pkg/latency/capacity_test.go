@@ -184,17 +184,20 @@ func TestCapacityOneBusyAfterRestart(t *testing.T) {
 // near reports whether a weight is v, up to the weight word's resolution.
 func near(w, v float64) bool { return w > v-1e-4 && w < v+1e-4 }
 
-// pickOf picks until the pick is on broker and returns it.
+// pickOf picks until the pick is on broker and returns it. A broker that
+// pushed back hard keeps about capacityFloor of its round-robin share, so it
+// may take hundreds of picks to land on it.
 func pickOf(t *testing.T, r *presetRig, broker string) latency.Pick {
 	t.Helper()
-	for range 64 {
+	const tries = 4096
+	for range tries {
 		p, _ := r.s.Select(r.info, latency.PickInfo{})
 		if p.Queue.BrokerName == broker {
 			return p
 		}
 		p.Done(answered(time.Millisecond))
 	}
-	t.Fatalf("no pick on %s in 64", broker)
+	t.Fatalf("no pick on %s in %d", broker, tries)
 	return latency.Pick{}
 }
 

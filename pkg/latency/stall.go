@@ -131,22 +131,15 @@ func (m *capacityModel) relieve(a attempt, now int64) {
 	}
 	t := a.table.t
 	u := t.units(now)
-	if m.weightQ(a.slot.cap.state.Load(), u) >= roomWeight {
+	if !m.noRoom(a.slot, u) {
 		return // the broker still has room
 	}
-	slots := t.slots.Load()
-	if slots == nil {
-		return
+	if t.anyOther(a.broker,
+		func(*slot) bool { return true },
+		func(sl *slot) bool { return sl.reachable.Load() && !sl.isolated.Load() && !m.noRoom(sl, u) }) {
+		return // another broker has room, or the table knows no other
 	}
-	for name, sl := range *slots {
-		if name == a.broker || !sl.reachable.Load() || sl.isolated.Load() {
-			continue
-		}
-		if m.weightQ(sl.cap.state.Load(), u) >= roomWeight {
-			return // another broker has room
-		}
-	}
-	for _, sl := range *slots {
+	for _, sl := range *t.slots.Load() {
 		if sl.cap.stall.until.Load() > now {
 			sl.endStall(now)
 		}
@@ -154,29 +147,23 @@ func (m *capacityModel) relieve(a attempt, now int64) {
 }
 
 // endStall ends s's stall isolation at now, unless something else (a
-// failure, or latency) isolated it past the stall.
+// failure, or latency) isolated it past the stall: it moves the isolation's
+// end to now and lets expire clear it (and tell the observer).
 func (s *slot) endStall(now int64) {
 	st := &s.cap.stall
-	s.mu.Lock()
 	until := st.until.Load()
-	ended := false
-	if until > now && s.until.Load() == until && !s.failed.Load() {
-		s.until.Store(now)
-		ended = s.setIsolated(false)
-		if s.timer != nil {
-			s.timer.Stop()
-		}
+	if until <= now {
+		return
 	}
-	if until > now {
-		st.until.CompareAndSwap(until, now)
+	s.mu.Lock()
+	end := s.until.Load() == until && !s.failed.Load()
+	if end {
+		s.until.Store(now)
 	}
 	s.mu.Unlock()
-	if ended {
-		s.table.ver.Add(1)
-		s.table.bump()
-		if s.present.Load() && s.table.obs != nil {
-			s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: s.table.wallOf(now)})
-		}
+	st.until.CompareAndSwap(until, now)
+	if end {
+		s.expire()
 	}
 }
 
