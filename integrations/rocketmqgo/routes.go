@@ -109,15 +109,18 @@ func (r *clientRoutes) learn(topic string, mqs []*primitive.MessageQueue) {
 		return
 	}
 	counts, left := countQueues(mqs)
-	t.last.Store(&seenList{head: &mqs[0], n: len(mqs), counts: counts, left: left})
 	if len(left) > 0 && (old == nil || !slices.Equal(old.left, left)) {
 		r.leftOut(topic, left)
 	}
-	if old != nil && maps.Equal(old.counts, counts) {
-		return
+	changed := old == nil || !maps.Equal(old.counts, counts)
+	if changed {
+		r.known.SetQueues(topic, counts)
 	}
-	r.known.SetQueues(topic, counts)
-	if r.changed != nil {
+	// last is published only once the route is known: a concurrent learn
+	// of the same list returns on its unlocked check of last, and its
+	// Lookup must then find the route.
+	t.last.Store(&seenList{head: &mqs[0], n: len(mqs), counts: counts, left: left})
+	if changed && r.changed != nil {
 		r.changed()
 	}
 }
