@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -225,4 +226,38 @@ func TestOddBrokerNames(t *testing.T) {
 	if got := p.RouteDrops(); got != (RouteDrops{}) {
 		t.Errorf("RouteDrops() = %+v, want none", got)
 	}
+}
+
+// TestLearnPublishesAfterRoute: a learn that returns because the topic's
+// last list is already the one it was handed must find the route known.
+// Concurrent sends of a new list race on learn's unlocked check of last:
+// when last was published before the route was set, a send that lost the
+// lock returned early and its Lookup found no route. Each round starts
+// learners of one new topic at once and has each look the topic up as
+// soon as its learn returns.
+func TestLearnPublishesAfterRoute(t *testing.T) {
+	const rounds, learners = 300, 4
+	r := &clientRoutes{}
+	var missed sync.Map
+	for i := range rounds {
+		topic := fmt.Sprintf("Race%d", i)
+		mqs := queues(topic, 8, "broker-a", "broker-b", "broker-c", "broker-d")
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range learners {
+			wg.Go(func() {
+				<-start
+				r.learn(topic, mqs)
+				if _, err := r.known.Lookup(context.Background(), topic); err != nil {
+					missed.Store(topic, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+	missed.Range(func(k, v any) bool {
+		t.Errorf("topic %v: Lookup right after learn = %v, want the learnt route", k, v)
+		return true
+	})
 }
