@@ -538,6 +538,44 @@ func (c *MockRoomModelAttemptElsewhereCall) DoAndReturn(f func(string) bool) *Mo
 	return c
 }
 
+// OnlyRoom mocks base method.
+func (m *MockRoomModel) OnlyRoom(broker string) bool {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "OnlyRoom", broker)
+	ret0, _ := ret[0].(bool)
+	return ret0
+}
+
+// OnlyRoom indicates an expected call of OnlyRoom.
+func (mr *MockRoomModelMockRecorder) OnlyRoom(broker any) *MockRoomModelOnlyRoomCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "OnlyRoom", reflect.TypeOf((*MockRoomModel)(nil).OnlyRoom), broker)
+	return &MockRoomModelOnlyRoomCall{Call: call}
+}
+
+// MockRoomModelOnlyRoomCall wrap *gomock.Call
+type MockRoomModelOnlyRoomCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRoomModelOnlyRoomCall) Return(arg0 bool) *MockRoomModelOnlyRoomCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRoomModelOnlyRoomCall) Do(f func(string) bool) *MockRoomModelOnlyRoomCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRoomModelOnlyRoomCall) DoAndReturn(f func(string) bool) *MockRoomModelOnlyRoomCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // RoomElsewhere mocks base method.
 func (m *MockRoomModel) RoomElsewhere(broker string) bool {
 	m.ctrl.T.Helper()

@@ -509,12 +509,9 @@ func (s *Strategy) Weight(broker string) float64 {
 	return m.weight(sl.cap.state.Load(), s.table.units(s.table.now()))
 }
 
-// RoomElsewhere reports whether a broker other than broker has room under
-// the capacity model: reachable, not isolated, at half weight or more (true
-// with the model off, or no such broker known). The send loop asks it before
-// retrying a send's second busy answer FullRemark reads as full
-// (producer.RoomModel; POLICIES.md). Safe for concurrent use; reads the
-// clock, no lock, no allocation.
+// RoomElsewhere (producer.RoomModel): another broker is reachable, not
+// isolated and at half weight or more (true with the model off, or none
+// known). Safe for concurrent use; no lock, no allocation.
 func (s *Strategy) RoomElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {
@@ -526,10 +523,9 @@ func (s *Strategy) RoomElsewhere(broker string) bool {
 		func(sl *slot) bool { return !m.noRoom(sl, u) })
 }
 
-// AttemptElsewhere reports whether a retry of an attempt on broker has
-// somewhere to go (producer.RoomModel): the model is off, the table knows no
-// other broker, or another is reachable (isolated or not; with room too, when
-// broker has room: else it is the cluster's room). Safe for concurrent use.
+// AttemptElsewhere (producer.RoomModel): the model is off, the table knows
+// no other broker, or another is reachable (with room too, when broker has
+// room). Safe for concurrent use.
 func (s *Strategy) AttemptElsewhere(broker string) bool {
 	m := s.policies.capacity
 	if m == nil {
@@ -547,6 +543,29 @@ func (s *Strategy) AttemptElsewhere(broker string) bool {
 		func(*slot) bool { return true },
 		func(sl *slot) bool { return sl.reachable.Load() })
 }
+
+// OnlyRoom (producer.RoomModel): broker has room and answered within a
+// second, and no other reachable broker has room. Safe for concurrent use.
+func (s *Strategy) OnlyRoom(broker string) bool {
+	m := s.policies.capacity
+	if m == nil {
+		return false
+	}
+	now := s.table.now()
+	u := s.table.units(now)
+	sl := s.table.lookup(broker)
+	if sl == nil || m.noRoom(sl, u) || !sl.cap.answeredSince(now-int64(answeredWindow)) {
+		return false
+	}
+	return !s.table.anyOther(broker,
+		func(*slot) bool { return true },
+		func(o *slot) bool { return o.reachable.Load() && !m.noRoom(o, u) })
+}
+
+// answeredWindow is how recently a broker must have answered for OnlyRoom:
+// a broker that stopped answering (a blackhole, a freeze) is not the only
+// room, and its attempt keeps one cap for a retry.
+const answeredWindow = time.Second
 
 // anyOther reports whether a broker of the table other than broker that
 // among admits also fits; true when among admits none (the table knows no

@@ -678,8 +678,8 @@ func TestCapacityNoRoomTakesIsolated(t *testing.T) {
 func TestElsewhereAllocations(t *testing.T) {
 	r := newPresetRig(t, 8, 1)
 	r.s.Report(pickOf(t, r, "b1"), pushedBack())
-	if n := testing.AllocsPerRun(100, func() { r.s.RoomElsewhere("b0"); r.s.AttemptElsewhere("b0") }); n != 0 {
-		t.Errorf("RoomElsewhere and AttemptElsewhere: %v allocations, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { r.s.RoomElsewhere("b0"); r.s.AttemptElsewhere("b0"); r.s.OnlyRoom("b0") }); n != 0 {
+		t.Errorf("RoomElsewhere, AttemptElsewhere and OnlyRoom: %v allocations, want 0", n)
 	}
 }
 
@@ -794,3 +794,46 @@ func TestAttemptElsewhereRoom(t *testing.T) {
 		t.Error("b0 a recovery period later: want somewhere else")
 	}
 }
+
+// TestOnlyRoom: a broker with room that answers, while every other
+// reachable broker pushed back below half weight, is the cluster's only
+// room (the send loop then leaves its attempt uncapped: a slow broker with
+// most of the capacity kept its answers, not 1 s timeouts and retries into
+// push-back); not once it has not answered for a second (a broker that
+// froze or blackholed), not a broker without room, not while another has
+// room, and never with the model off.
+func TestOnlyRoom(t *testing.T) {
+	r := newPresetRig(t, 3, 1)
+	for _, b := range []string{"b1", "b2"} {
+		for range 8 {
+			r.s.Report(pickOf(t, r, b), pushedBack())
+		}
+	}
+	r.s.Report(pickOf(t, r, "b0"), answered(1500*time.Millisecond)) // slow, but it answers
+	if !r.s.OnlyRoom("b0") {
+		t.Error("b0 answers with room, b1 and b2 without: want the only room")
+	}
+	if r.s.OnlyRoom("b1") {
+		t.Error("b1 without room: want false")
+	}
+	r.clock.Advance(answeredWindowForTest + 100*time.Millisecond)
+	if r.s.AttemptElsewhere("b0") {
+		t.Fatal("b1 and b2 still without room: want nowhere else")
+	}
+	if r.s.OnlyRoom("b0") {
+		t.Error("b0 has not answered for over a second: want false")
+	}
+	r.clock.Advance(latency.DefaultCapacityRecovery)
+	r.s.Report(pickOf(t, r, "b0"), answered(time.Millisecond))
+	if r.s.OnlyRoom("b0") {
+		t.Error("b1 and b2 have room again: want false")
+	}
+	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
+	off.s.Report(pickOf(t, off, "b0"), answered(time.Millisecond))
+	if off.s.OnlyRoom("b0") {
+		t.Error("capacity model off: want false")
+	}
+}
+
+// answeredWindowForTest is OnlyRoom's window (a second).
+const answeredWindowForTest = time.Second

@@ -345,9 +345,13 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	}
 	cur := max(l.p.timeout-cost, 0)
 	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
-		if l.room == nil || l.room.AttemptElsewhere(q.BrokerName) {
+		switch {
+		case l.room == nil || l.room.AttemptElsewhere(q.BrokerName):
 			cur = l.p.perRequest
-		} else {
+		case l.room.OnlyRoom(q.BrokerName):
+			// The broker answers and is the only room: a retry would
+			// meet push-back, so the attempt keeps the whole budget.
+		default:
 			// Nowhere else for a retry to go now: the attempt keeps all
 			// but one cap of the budget, the rest left for a retry on a
 			// broker that may be back by then.

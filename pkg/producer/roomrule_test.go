@@ -226,7 +226,8 @@ func TestLoopNoRoomRule(t *testing.T) {
 // attempt that another attempt follows, unless the strategy's capacity model
 // (RoomModel) finds no other reachable broker for a retry: then the attempt
 // keeps all but one cap of the budget left (3 s budget, 1 s cap: 2 s, then
-// 1.99 s after a 10 ms failure). A strategy
+// 1.99 s after a 10 ms failure), or, when the model calls the broker the
+// only room (OnlyRoom), the whole budget left (3 s, then 2.99 s). A strategy
 // that is not a RoomModel is capped as the reference caps. The last attempt
 // gets what is left, never capped, and the model is not asked about it.
 func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
@@ -234,11 +235,13 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 		name      string
 		room      bool             // the strategy is a RoomModel
 		elsewhere bool             // what its AttemptElsewhere answers
+		only      bool             // what its OnlyRoom answers (asked when elsewhere is false)
 		want      [2]time.Duration // the first two attempts'
 	}{
-		{"elsewhere", true, true, [2]time.Duration{time.Second, time.Second}},
-		{"nowhere else", true, false, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
-		{"model off", false, false, [2]time.Duration{time.Second, time.Second}},
+		{"elsewhere", true, true, false, [2]time.Duration{time.Second, time.Second}},
+		{"nowhere else", true, false, false, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
+		{"only room", true, false, true, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
+		{"model off", false, false, false, [2]time.Duration{time.Second, time.Second}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctrl := gomock.NewController(t)
@@ -249,6 +252,9 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 			if tt.room {
 				room := mocks.NewMockRoomModel(ctrl)
 				room.EXPECT().AttemptElsewhere("A").Return(tt.elsewhere).Times(2) // the first two attempts
+				if !tt.elsewhere {
+					room.EXPECT().OnlyRoom("A").Return(tt.only).Times(2)
+				}
 				strat = roomStrategy{mstrat, room}
 			}
 			info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{*q})

@@ -56,9 +56,17 @@ var _ Strategy = (*latency.Strategy)(nil)
 // help. A strategy without a capacity model reports true (the cap applies
 // as the reference applies it), as *latency.Strategy does with its model
 // off. The same rules of concurrency apply.
+//
+// OnlyRoom reports whether broker is the room the cluster has: it answers,
+// has room, and every other reachable broker is without room. The loop asks
+// it only when AttemptElsewhere(broker) is false; true gives the attempt the
+// whole budget left (uncapped), since a retry would meet push-back while
+// the broker stores what it answers, however slowly. A strategy without a
+// capacity model reports false. The same rules of concurrency apply.
 type RoomModel interface {
 	RoomElsewhere(broker string) bool
 	AttemptElsewhere(broker string) bool
+	OnlyRoom(broker string) bool
 }
 
 var _ RoomModel = (*latency.Strategy)(nil)
