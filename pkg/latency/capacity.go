@@ -535,9 +535,7 @@ func (s *Strategy) AttemptElsewhere(broker string) bool {
 	if sl := s.table.lookup(broker); sl != nil && !m.noRoom(sl, u) {
 		// A retry elsewhere would meet push-back: the attempt on the
 		// broker with room keeps the budget.
-		return s.table.anyOther(broker,
-			func(*slot) bool { return true },
-			func(o *slot) bool { return o.reachable.Load() && !m.noRoom(o, u) })
+		return s.roomOther(m, broker, u)
 	}
 	return s.table.anyOther(broker,
 		func(*slot) bool { return true },
@@ -557,7 +555,13 @@ func (s *Strategy) OnlyRoom(broker string) bool {
 	if sl == nil || m.noRoom(sl, u) || !sl.cap.answeredSince(now-int64(answeredWindow)) {
 		return false
 	}
-	return !s.table.anyOther(broker,
+	return !s.roomOther(m, broker, u)
+}
+
+// roomOther reports whether a reachable broker other than broker has room
+// at u (stamp units), isolated or not; true when the table knows no other.
+func (s *Strategy) roomOther(m *capacityModel, broker string, u int64) bool {
+	return s.table.anyOther(broker,
 		func(*slot) bool { return true },
 		func(o *slot) bool { return o.reachable.Load() && !m.noRoom(o, u) })
 }

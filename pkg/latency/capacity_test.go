@@ -816,7 +816,7 @@ func TestOnlyRoom(t *testing.T) {
 	if r.s.OnlyRoom("b1") {
 		t.Error("b1 without room: want false")
 	}
-	r.clock.Advance(answeredWindowForTest + 100*time.Millisecond)
+	r.clock.Advance(latency.AnsweredWindow + 100*time.Millisecond)
 	if r.s.AttemptElsewhere("b0") {
 		t.Fatal("b1 and b2 still without room: want nowhere else")
 	}
@@ -834,6 +834,3 @@ func TestOnlyRoom(t *testing.T) {
 		t.Error("capacity model off: want false")
 	}
 }
-
-// answeredWindowForTest is OnlyRoom's window (a second).
-const answeredWindowForTest = time.Second

@@ -51,3 +51,6 @@ var MustStepTable = mustStepTable
 
 // StallRemark is the capacity model's reading of a stalled store's remark.
 var StallRemark = stallRemark
+
+// AnsweredWindow is how recently a broker must have answered for OnlyRoom.
+const AnsweredWindow = answeredWindow
