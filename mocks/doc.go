@@ -11,8 +11,8 @@
 //     type, since nothing takes another (a strategy's table is its own);
 //   - pkg/producer: MockTransport, MockRouteSource, MockSelector,
 //     MockProducerObserver, MockStrategy (the selector a Producer picks
-//     with) and MockRoomModel (a strategy's capacity model, asked whether a
-//     full broker's busy answer has room elsewhere).
+//     with) and MockRoomModel (a strategy's capacity model, asked for its
+//     account of the room around a broker, latency.Room).
 //
 // The plugins' BatchFilter is mocked in the subpackage pluginmocks, so that
 // tests of the core do not compile the plugin protocol's gRPC dependencies.

@@ -500,116 +500,40 @@ func (m *MockRoomModel) EXPECT() *MockRoomModelMockRecorder {
 	return m.recorder
 }
 
-// AttemptElsewhere mocks base method.
-func (m *MockRoomModel) AttemptElsewhere(broker string) bool {
+// Room mocks base method.
+func (m *MockRoomModel) Room(broker string) latency.Room {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "AttemptElsewhere", broker)
-	ret0, _ := ret[0].(bool)
+	ret := m.ctrl.Call(m, "Room", broker)
+	ret0, _ := ret[0].(latency.Room)
 	return ret0
 }
 
-// AttemptElsewhere indicates an expected call of AttemptElsewhere.
-func (mr *MockRoomModelMockRecorder) AttemptElsewhere(broker any) *MockRoomModelAttemptElsewhereCall {
+// Room indicates an expected call of Room.
+func (mr *MockRoomModelMockRecorder) Room(broker any) *MockRoomModelRoomCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AttemptElsewhere", reflect.TypeOf((*MockRoomModel)(nil).AttemptElsewhere), broker)
-	return &MockRoomModelAttemptElsewhereCall{Call: call}
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Room", reflect.TypeOf((*MockRoomModel)(nil).Room), broker)
+	return &MockRoomModelRoomCall{Call: call}
 }
 
-// MockRoomModelAttemptElsewhereCall wrap *gomock.Call
-type MockRoomModelAttemptElsewhereCall struct {
+// MockRoomModelRoomCall wrap *gomock.Call
+type MockRoomModelRoomCall struct {
 	*gomock.Call
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockRoomModelAttemptElsewhereCall) Return(arg0 bool) *MockRoomModelAttemptElsewhereCall {
+func (c *MockRoomModelRoomCall) Return(arg0 latency.Room) *MockRoomModelRoomCall {
 	c.Call = c.Call.Return(arg0)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockRoomModelAttemptElsewhereCall) Do(f func(string) bool) *MockRoomModelAttemptElsewhereCall {
+func (c *MockRoomModelRoomCall) Do(f func(string) latency.Room) *MockRoomModelRoomCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockRoomModelAttemptElsewhereCall) DoAndReturn(f func(string) bool) *MockRoomModelAttemptElsewhereCall {
-	c.Call = c.Call.DoAndReturn(f)
-	return c
-}
-
-// OnlyRoom mocks base method.
-func (m *MockRoomModel) OnlyRoom(broker string) bool {
-	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "OnlyRoom", broker)
-	ret0, _ := ret[0].(bool)
-	return ret0
-}
-
-// OnlyRoom indicates an expected call of OnlyRoom.
-func (mr *MockRoomModelMockRecorder) OnlyRoom(broker any) *MockRoomModelOnlyRoomCall {
-	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "OnlyRoom", reflect.TypeOf((*MockRoomModel)(nil).OnlyRoom), broker)
-	return &MockRoomModelOnlyRoomCall{Call: call}
-}
-
-// MockRoomModelOnlyRoomCall wrap *gomock.Call
-type MockRoomModelOnlyRoomCall struct {
-	*gomock.Call
-}
-
-// Return rewrite *gomock.Call.Return
-func (c *MockRoomModelOnlyRoomCall) Return(arg0 bool) *MockRoomModelOnlyRoomCall {
-	c.Call = c.Call.Return(arg0)
-	return c
-}
-
-// Do rewrite *gomock.Call.Do
-func (c *MockRoomModelOnlyRoomCall) Do(f func(string) bool) *MockRoomModelOnlyRoomCall {
-	c.Call = c.Call.Do(f)
-	return c
-}
-
-// DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockRoomModelOnlyRoomCall) DoAndReturn(f func(string) bool) *MockRoomModelOnlyRoomCall {
-	c.Call = c.Call.DoAndReturn(f)
-	return c
-}
-
-// RoomElsewhere mocks base method.
-func (m *MockRoomModel) RoomElsewhere(broker string) bool {
-	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "RoomElsewhere", broker)
-	ret0, _ := ret[0].(bool)
-	return ret0
-}
-
-// RoomElsewhere indicates an expected call of RoomElsewhere.
-func (mr *MockRoomModelMockRecorder) RoomElsewhere(broker any) *MockRoomModelRoomElsewhereCall {
-	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RoomElsewhere", reflect.TypeOf((*MockRoomModel)(nil).RoomElsewhere), broker)
-	return &MockRoomModelRoomElsewhereCall{Call: call}
-}
-
-// MockRoomModelRoomElsewhereCall wrap *gomock.Call
-type MockRoomModelRoomElsewhereCall struct {
-	*gomock.Call
-}
-
-// Return rewrite *gomock.Call.Return
-func (c *MockRoomModelRoomElsewhereCall) Return(arg0 bool) *MockRoomModelRoomElsewhereCall {
-	c.Call = c.Call.Return(arg0)
-	return c
-}
-
-// Do rewrite *gomock.Call.Do
-func (c *MockRoomModelRoomElsewhereCall) Do(f func(string) bool) *MockRoomModelRoomElsewhereCall {
-	c.Call = c.Call.Do(f)
-	return c
-}
-
-// DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockRoomModelRoomElsewhereCall) DoAndReturn(f func(string) bool) *MockRoomModelRoomElsewhereCall {
+func (c *MockRoomModelRoomCall) DoAndReturn(f func(string) latency.Room) *MockRoomModelRoomCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -497,9 +497,8 @@ func partner(p, n int, idx int32) int {
 	return q
 }
 
-// Weight returns broker's weight under the capacity model now: 1 at full
-// capacity (or the model off), lower for a while after it pushed back. Safe
-// for concurrent use; it reads the clock.
+// Weight returns broker's capacity weight now: 1 at full capacity (or the
+// model off), lower for a while after it pushed back. Concurrency-safe.
 func (s *Strategy) Weight(broker string) float64 {
 	m := s.policies.capacity
 	sl := s.table.lookup(broker)
@@ -509,92 +508,8 @@ func (s *Strategy) Weight(broker string) float64 {
 	return m.weight(sl.cap.state.Load(), s.table.units(s.table.now()))
 }
 
-// RoomElsewhere (producer.RoomModel): another broker is reachable, not
-// isolated and at half weight or more (true with the model off, or none
-// known). Safe for concurrent use; no lock, no allocation.
-func (s *Strategy) RoomElsewhere(broker string) bool {
-	m := s.policies.capacity
-	if m == nil {
-		return true
-	}
-	u := s.table.units(s.table.now())
-	return s.table.anyOther(broker,
-		func(sl *slot) bool { return sl.reachable.Load() && !sl.isolated.Load() },
-		func(sl *slot) bool { return !m.noRoom(sl, u) })
-}
-
-// AttemptElsewhere (producer.RoomModel): the model is off, the table knows
-// no other broker, or another is reachable (with room too, when broker has
-// room). Safe for concurrent use.
-func (s *Strategy) AttemptElsewhere(broker string) bool {
-	m := s.policies.capacity
-	if m == nil {
-		return true
-	}
-	u := s.table.units(s.table.now())
-	if sl := s.table.lookup(broker); sl != nil && !m.noRoom(sl, u) {
-		// A retry elsewhere would meet push-back: the attempt on the
-		// broker with room keeps the budget.
-		return s.roomOther(m, broker, u)
-	}
-	return s.table.anyOther(broker,
-		func(*slot) bool { return true },
-		func(sl *slot) bool { return sl.reachable.Load() })
-}
-
-// OnlyRoom (producer.RoomModel): broker has room and answered within a
-// second, and no other reachable broker has room. Safe for concurrent use.
-func (s *Strategy) OnlyRoom(broker string) bool {
-	m := s.policies.capacity
-	if m == nil {
-		return false
-	}
-	now := s.table.now()
-	u := s.table.units(now)
-	sl := s.table.lookup(broker)
-	if sl == nil || m.noRoom(sl, u) || !sl.cap.answeredSince(now-int64(answeredWindow)) {
-		return false
-	}
-	return !s.roomOther(m, broker, u)
-}
-
-// roomOther reports whether a reachable broker other than broker has room
-// at u (stamp units), isolated or not; true when the table knows no other.
-func (s *Strategy) roomOther(m *capacityModel, broker string, u int64) bool {
-	return s.table.anyOther(broker,
-		func(*slot) bool { return true },
-		func(o *slot) bool { return o.reachable.Load() && !m.noRoom(o, u) })
-}
-
-// answeredWindow is how recently a broker must have answered for OnlyRoom:
-// a broker that stopped answering (a blackhole, a freeze) is not the only
-// room, and its attempt keeps one cap for a retry.
-const answeredWindow = time.Second
-
-// anyOther reports whether a broker of the table other than broker that
-// among admits also fits; true when among admits none (the table knows no
-// such broker, whose state is then the default's). among and fits must not
-// block. No lock, no allocation.
-func (t *FaultTable) anyOther(broker string, among, fits func(*slot) bool) bool {
-	slots := t.slots.Load()
-	if slots == nil {
-		return true
-	}
-	admitted := false
-	for name, sl := range *slots {
-		if name == broker || !among(sl) {
-			continue
-		}
-		admitted = true
-		if fits(sl) {
-			return true
-		}
-	}
-	return !admitted
-}
-
 // roomWeight is the least weight (in units of 1/weightScale) at which
-// RoomElsewhere counts a broker as having room: a broker that pushed back
+// the model counts a broker as having room (noRoom, Room): a broker that pushed back
 // once or twice lately (a burst, a busy event's share of its answers) still
 // takes most of what it is sent.
 const roomWeight = weightScale / 2

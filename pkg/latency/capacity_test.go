@@ -442,41 +442,41 @@ func TestCapacityAnsweredSendsOutweighProbe(t *testing.T) {
 	}
 }
 
-// TestRoomElsewhere checks Strategy.RoomElsewhere: under the capacity model a
+// TestRoomRetryElsewhere checks Room.RetryElsewhere: under the capacity model a
 // broker's busy answer leaves room elsewhere while another broker is at
 // full weight, and none once every other broker pushed back within
 // Capacity.Recovery; room comes back when their weights recover. With the
 // model off there is always room.
-func TestRoomElsewhere(t *testing.T) {
+func TestRoomRetryElsewhere(t *testing.T) {
 	r := newPresetRig(t, 3, 4)
-	if !r.s.RoomElsewhere("b0") {
-		t.Fatal("RoomElsewhere(b0) = false before any push-back, want true")
+	if !r.s.Room("b0").RetryElsewhere() {
+		t.Fatal("Room(b0).RetryElsewhere() = false before any push-back, want true")
 	}
-	// Three push-backs leave a weight of 0.42, below RoomElsewhere's 1/2.
+	// Three push-backs leave a weight of 0.42, below the 1/2 a broker with room has.
 	pushBy := func(broker string) {
 		for range 3 {
 			pushOnce(t, r, broker)
 		}
 	}
 	pushBy("b1")
-	if !r.s.RoomElsewhere("b0") {
-		t.Error("RoomElsewhere(b0) = false with b2 at full weight, want true")
+	if !r.s.Room("b0").RetryElsewhere() {
+		t.Error("Room(b0).RetryElsewhere() = false with b2 at full weight, want true")
 	}
 	pushOnce(t, r, "b2")
-	if !r.s.RoomElsewhere("b0") {
-		t.Errorf("RoomElsewhere(b0) = false with b2 pushed back once (weight %.2f), want true", r.s.Weight("b2"))
+	if !r.s.Room("b0").RetryElsewhere() {
+		t.Errorf("Room(b0).RetryElsewhere() = false with b2 pushed back once (weight %.2f), want true", r.s.Weight("b2"))
 	}
 	pushBy("b2")
-	if r.s.RoomElsewhere("b0") {
-		t.Errorf("RoomElsewhere(b0) = true with b1 (weight %.2f) and b2 (weight %.2f) pushed back, want false",
+	if r.s.Room("b0").RetryElsewhere() {
+		t.Errorf("Room(b0).RetryElsewhere() = true with b1 (weight %.2f) and b2 (weight %.2f) pushed back, want false",
 			r.s.Weight("b1"), r.s.Weight("b2"))
 	}
-	if !r.s.RoomElsewhere("b1") {
-		t.Error("RoomElsewhere(b1) = false with b0 at full weight, want true")
+	if !r.s.Room("b1").RetryElsewhere() {
+		t.Error("Room(b1).RetryElsewhere() = false with b0 at full weight, want true")
 	}
 	r.clock.Advance(latency.DefaultCapacityRecovery + time.Millisecond)
-	if !r.s.RoomElsewhere("b0") {
-		t.Error("RoomElsewhere(b0) = false a recovery period after the push-backs, want true")
+	if !r.s.Room("b0").RetryElsewhere() {
+		t.Error("Room(b0).RetryElsewhere() = false a recovery period after the push-backs, want true")
 	}
 
 	off := newPresetRig(t, 2, 4, func(c *latency.Config) { c.Capacity = nil })
@@ -484,8 +484,8 @@ func TestRoomElsewhere(t *testing.T) {
 		p, _ := off.s.Select(off.info, latency.PickInfo{})
 		p.Done(pushedBack())
 	}
-	if !off.s.RoomElsewhere("b0") || !off.s.RoomElsewhere("b1") {
-		t.Error("RoomElsewhere = false with the capacity model off, want true")
+	if !off.s.Room("b0").RetryElsewhere() || !off.s.Room("b1").RetryElsewhere() {
+		t.Error("RetryElsewhere = false with the capacity model off, want true")
 	}
 }
 
@@ -540,28 +540,28 @@ func TestAttemptElsewhere(t *testing.T) {
 	if r.s.Table().IsAvailable("b1") {
 		t.Fatal("b1 not isolated by a failure")
 	}
-	if !r.s.AttemptElsewhere("b0") {
+	if !r.s.Room("b0").AttemptElsewhere() {
 		t.Error("b0: b1 isolated, b2 fine: want somewhere else")
 	}
 	r.s.Table().SetReachable("b2", false)
-	if !r.s.AttemptElsewhere("b0") {
+	if !r.s.Room("b0").AttemptElsewhere() {
 		t.Error("b0: b1 isolated but reachable: want somewhere else")
 	}
 	r.s.Table().SetReachable("b1", false)
-	if r.s.AttemptElsewhere("b0") {
+	if r.s.Room("b0").AttemptElsewhere() {
 		t.Error("b0: every other broker unreachable: want nowhere else")
 	}
-	if !r.s.AttemptElsewhere("b1") {
+	if !r.s.Room("b1").AttemptElsewhere() {
 		t.Error("b1: b0 reachable: want somewhere else")
 	}
 	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
 	off.s.Table().SetReachable("b1", false)
 	off.s.Table().SetReachable("b2", false)
-	if !off.s.AttemptElsewhere("b0") {
+	if !off.s.Room("b0").AttemptElsewhere() {
 		t.Error("capacity model off: want true")
 	}
 	alone := newPresetRig(t, 1, 1)
-	if !alone.s.AttemptElsewhere("b0") {
+	if !alone.s.Room("b0").AttemptElsewhere() {
 		t.Error("no other broker known: want true")
 	}
 }
@@ -673,13 +673,13 @@ func TestCapacityNoRoomTakesIsolated(t *testing.T) {
 	}
 }
 
-// TestElsewhereAllocations: RoomElsewhere and AttemptElsewhere, which the
+// TestRoomAllocations: Strategy.Room, which the
 // send loop asks on the send path, allocate nothing.
-func TestElsewhereAllocations(t *testing.T) {
+func TestRoomAllocations(t *testing.T) {
 	r := newPresetRig(t, 8, 1)
 	r.s.Report(pickOf(t, r, "b1"), pushedBack())
-	if n := testing.AllocsPerRun(100, func() { r.s.RoomElsewhere("b0"); r.s.AttemptElsewhere("b0"); r.s.OnlyRoom("b0") }); n != 0 {
-		t.Errorf("RoomElsewhere, AttemptElsewhere and OnlyRoom: %v allocations, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { r.s.Room("b0").RetryElsewhere(); r.s.Room("b0").AttemptElsewhere(); r.s.Room("b0").Only() }); n != 0 {
+		t.Errorf("Room: %v allocations, want 0", n)
 	}
 }
 
@@ -783,14 +783,14 @@ func TestAttemptElsewhereRoom(t *testing.T) {
 			pushOnce(t, r, b)
 		}
 	}
-	if r.s.AttemptElsewhere("b0") {
+	if r.s.Room("b0").AttemptElsewhere() {
 		t.Error("b0 with room, b1 and b2 without: want nowhere else")
 	}
-	if !r.s.AttemptElsewhere("b1") {
+	if !r.s.Room("b1").AttemptElsewhere() {
 		t.Error("b1 without room, b0 with room: want somewhere else")
 	}
 	r.clock.Advance(latency.DefaultCapacityRecovery + time.Millisecond)
-	if !r.s.AttemptElsewhere("b0") {
+	if !r.s.Room("b0").AttemptElsewhere() {
 		t.Error("b0 a recovery period later: want somewhere else")
 	}
 }
@@ -810,27 +810,27 @@ func TestOnlyRoom(t *testing.T) {
 		}
 	}
 	r.s.Report(pickOf(t, r, "b0"), answered(1500*time.Millisecond)) // slow, but it answers
-	if !r.s.OnlyRoom("b0") {
+	if !r.s.Room("b0").Only() {
 		t.Error("b0 answers with room, b1 and b2 without: want the only room")
 	}
-	if r.s.OnlyRoom("b1") {
+	if r.s.Room("b1").Only() {
 		t.Error("b1 without room: want false")
 	}
 	r.clock.Advance(latency.AnsweredWindow + 100*time.Millisecond)
-	if r.s.AttemptElsewhere("b0") {
+	if r.s.Room("b0").AttemptElsewhere() {
 		t.Fatal("b1 and b2 still without room: want nowhere else")
 	}
-	if r.s.OnlyRoom("b0") {
+	if r.s.Room("b0").Only() {
 		t.Error("b0 has not answered for over a second: want false")
 	}
 	r.clock.Advance(latency.DefaultCapacityRecovery)
 	r.s.Report(pickOf(t, r, "b0"), answered(time.Millisecond))
-	if r.s.OnlyRoom("b0") {
+	if r.s.Room("b0").Only() {
 		t.Error("b1 and b2 have room again: want false")
 	}
 	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
 	off.s.Report(pickOf(t, off, "b0"), answered(time.Millisecond))
-	if off.s.OnlyRoom("b0") {
+	if off.s.Room("b0").Only() {
 		t.Error("capacity model off: want false")
 	}
 }

@@ -20,7 +20,7 @@ func invalid(field string, value any, reason string) *ConfigError {
 	return &ConfigError{Field: field, Value: value, Reason: reason, Err: ErrInvalidConfig}
 }
 
-// ErrNoDetector is DetectRound's error without a detector (no Resolver, or v4).
+// ErrNoDetector is DetectRound's error with no detector (no Resolver, v4).
 var ErrNoDetector = errors.New("latency: no detector configured")
 
 // ErrClosed is returned by operations on a closed strategy.

@@ -52,5 +52,6 @@ var MustStepTable = mustStepTable
 // StallRemark is the capacity model's reading of a stalled store's remark.
 var StallRemark = stallRemark
 
-// AnsweredWindow is how recently a broker must have answered for OnlyRoom.
+// AnsweredWindow is how recently a broker must have answered to count as
+// Room.Answering.
 const AnsweredWindow = answeredWindow

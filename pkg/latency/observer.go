@@ -7,9 +7,9 @@ import (
 
 // Observer is told of isolations, recoveries and probe results, synchronously
 // from Update, expiry timers and detector goroutines, never from Select: its
-// methods must be safe for concurrent use and must not block. After its
-// strategy's Close returns it is never called (Close waits for calls in
-// progress, so an observer must not call Close).
+// methods must be safe for concurrent use and must not block. It is never
+// called after its strategy's Close returns (Close waits for calls in
+// progress: an observer must not call Close).
 type Observer interface {
 	OnIsolate(ev IsolationEvent)
 	OnRecover(ev RecoveryEvent)

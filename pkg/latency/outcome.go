@@ -136,10 +136,8 @@ func (p Pick) Done(o Outcome) FaultUpdate {
 }
 
 // Report applies the mode's update rules (UpdateFor) to the outcome of an
-// attempt on p, makes the update (Update) and returns it, made or not. It finds
-// the broker's slot once, from p's handle (else by name), for the policies'
-// hooks and the update. Safe for concurrent use; allocates nothing for a known
-// broker.
+// attempt on p, makes the update (Update) and returns it, made or not. Safe
+// for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Report(p Pick, o Outcome) FaultUpdate {
 	if p.Queue == nil {
 		return FaultUpdate{}

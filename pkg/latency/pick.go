@@ -43,12 +43,11 @@ type Releaser interface {
 	Release(p Pick)
 }
 
-// Release says that no attempt was made on the pick (the send ended before
-// its attempt started): it calls the Reporter's Release when the Reporter
-// is a Releaser, and does nothing otherwise (a Strategy's pick: no fault
-// state changes). Call either Release or one Done that is not Pending per
-// pick, never both. Safe for concurrent use; allocates nothing
-// for a Strategy's pick; on a zero Pick it does nothing.
+// Release says no attempt was made on the pick (the send ended first): it
+// calls the Reporter's Release if the Reporter is a Releaser, else does
+// nothing (a Strategy's pick changes no fault state). Call Release or one
+// Done that is not Pending per pick, never both. Safe for concurrent use;
+// allocates nothing for a Strategy's pick; a zero Pick does nothing.
 func (p Pick) Release() {
 	// A Strategy's pick, the common one, holds nothing: a comparison of
 	// types, inlined, instead of the interface assertion.

@@ -130,13 +130,10 @@ func (m *capacityModel) relieve(a attempt, now int64) {
 		return // no stall isolation holds
 	}
 	t := a.table.t
-	u := t.units(now)
-	if !m.noRoom(a.slot, u) {
+	switch r := t.room(m, a.broker, now); {
+	case r.Here:
 		return // the broker still has room
-	}
-	if t.anyOther(a.broker,
-		func(*slot) bool { return true },
-		func(sl *slot) bool { return sl.reachable.Load() && !sl.isolated.Load() && !m.noRoom(sl, u) }) {
+	case r.Others == 0 || r.ServingRoom > 0:
 		return // another broker has room, or the table knows no other
 	}
 	for _, sl := range *t.slots.Load() {

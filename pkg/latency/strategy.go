@@ -74,7 +74,7 @@ type options struct {
 	stages   *StageCounter
 }
 
-// WithStageCounter makes every pick count its stage in c (an atomic add a pick).
+// WithStageCounter makes every pick count its stage in c (one atomic add).
 func WithStageCounter(c *StageCounter) Option { return func(o *options) { o.stages = c } }
 
 // WithClock sets the clock (default clock.Real).
@@ -105,12 +105,10 @@ func withFaultTable(t *FaultTable) Option {
 // WithObserver sets who is told of isolations, recoveries and probes.
 func WithObserver(obs Observer) Option { return func(o *options) { o.obs = obs } }
 
-// WithLogger sets the logger for what goes wrong in the background (a
-// panicking detector); default slog.Default().
+// WithLogger sets the logger of a panicking detector (slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithRandom sets the random source of the fault table's least-bad round
-// robin (default route.DefaultRandom).
+// WithRandom sets the least-bad pick's random source (route.DefaultRandom).
 func WithRandom(r route.RandomSource) Option { return func(o *options) { o.random = r } }
 
 // NewStrategy validates cfg and builds a strategy. It starts no goroutine:
@@ -241,9 +239,8 @@ func (s *Strategy) Durations() DurationTable { return s.durations.Load().t }
 // Update is the reference's updateFaultItem: unless fault tolerance is off, it
 // isolates broker for Durations().Isolation(latency), or, with isolation, for
 // ModeInfo.IsolationLatency's (longer with Config.Backoff); v5 keeps
-// reachable, v4 ignores it. A negative latency (a clock stepped back) counts as 0
-// (the reference would rank the broker above every healthy one). Safe for concurrent use;
-// allocates nothing for a known broker.
+// reachable, v4 ignores it. A negative latency (a clock stepped back) counts
+// as 0. Safe for concurrent use; allocates nothing for a known broker.
 func (s *Strategy) Update(broker string, latency time.Duration, isolation, reachable bool) {
 	s.updateSlot(nil, broker, latency, isolation, reachable)
 }

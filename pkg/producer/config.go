@@ -27,9 +27,9 @@ type Config struct {
 	// remains (5.3.3's sendMsgMaxTimeoutPerRequest); 0 turns the cap off (the
 	// reference's -1). The last attempt always gets what is left. When the
 	// strategy's capacity model finds no other reachable broker for a retry
-	// (RoomModel.AttemptElsewhere), the attempt keeps all but one cap of
+	// (latency.Room.AttemptElsewhere), the attempt keeps all but one cap of
 	// what is left instead, and all of it when the model calls the broker
-	// the only room (RoomModel.OnlyRoom). 4.9.8 has
+	// the only room (latency.Room.Only). 4.9.8 has
 	// no such setting: with a v4 strategy it is an mqfault extension.
 	MaxTimeoutPerRequest time.Duration
 	// RetryAnotherBrokerWhenNotStoreOK makes a sync send whose answer is not

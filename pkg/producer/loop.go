@@ -159,7 +159,7 @@ const (
 // One rule is the strategy's, not the mode's: when a send's second busy
 // answer whose remark says the broker's send pool was full
 // (latency.FullRemark: "[OVERLOAD]...") would be retried by the rules here,
-// and the strategy is a RoomModel (*latency.Strategy is) whose RoomElsewhere
+// and the strategy is a RoomModel (*latency.Strategy is) whose Room's RetryElsewhere
 // reports no other broker with room, the send is not retried: it returns an
 // earlier answer (a sync send's StopAnswered) or ends with the busy answer's
 // error (StopNoRoom, matching ErrNoRoom). Two full brokers in one send, and
@@ -345,10 +345,14 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 	}
 	cur := max(l.p.timeout-cost, 0)
 	if l.kind == KindSync && l.p.perRequest > 0 && l.attempts+1 < l.total && cur > l.p.perRequest {
+		var r latency.Room
+		if l.room != nil {
+			r = l.room.Room(q.BrokerName)
+		}
 		switch {
-		case l.room == nil || l.room.AttemptElsewhere(q.BrokerName):
+		case r.AttemptElsewhere():
 			cur = l.p.perRequest
-		case l.room.OnlyRoom(q.BrokerName):
+		case r.Only():
 			// The broker answers and is the only room: a retry would
 			// meet push-back, so the attempt keeps the whole budget.
 		default:
@@ -427,7 +431,7 @@ func (l *Loop) decide(o *Outcome) decision {
 // Loop documentation's "No room") ends the send, after asking the strategy's
 // capacity model once.
 func (l *Loop) settle(d decision) bool {
-	if !d.askRoom || l.room.RoomElsewhere(l.broker) {
+	if !d.askRoom || l.room.Room(l.broker).RetryElsewhere() {
 		return d.Retry
 	}
 	if l.answered {

@@ -48,7 +48,7 @@ func TestDriveNoRetryWithoutRoom(t *testing.T) {
 		remark string
 		want   int
 		stop   producer.Stop
-		room   bool // whether RoomElsewhere reports room for both brokers
+		room   bool // whether Room's RetryElsewhere reports room for both brokers
 	}{
 		{"rejected, no room", preset(latency.DefaultCapacityDecrease), reject, 2, producer.StopNoRoom, false},
 		{"queue timeout, no room", preset(latency.DefaultCapacityDecrease), queued, 3, producer.StopFailed, false},
@@ -88,8 +88,8 @@ func TestDriveNoRetryWithoutRoom(t *testing.T) {
 				p.Done(latency.Outcome{Class: latency.ClassBusy, Code: latency.CodeSystemBusy, Latency: time.Millisecond, Remark: reject})
 			}
 			// Six busy answers leave one broker or both below half weight.
-			if room := ls.RoomElsewhere("a") && ls.RoomElsewhere("b"); room != tt.room {
-				t.Errorf("RoomElsewhere(a) && RoomElsewhere(b) = %v, want %v", room, tt.room)
+			if room := ls.Room("a").RetryElsewhere() && ls.Room("b").RetryElsewhere(); room != tt.room {
+				t.Errorf("Room(a).RetryElsewhere() && Room(b).RetryElsewhere() = %v, want %v", room, tt.room)
 			}
 			pol, err := producer.NewPolicy(producer.DefaultConfig(), cfg.Mode)
 			if err != nil {

@@ -300,7 +300,7 @@ func TestPathsSendStops(t *testing.T) {
 				s.pick(retryPick, "B"),
 				s.send("B", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
 				s.report("B", busy),
-				s.room.EXPECT().RoomElsewhere("B").Return(false),
+				s.room.EXPECT().Room("B").Return(roomNowhere),
 			)
 			return context.Background()
 		}},

@@ -41,7 +41,7 @@ type roomStep struct {
 }
 
 // roomEnd is how a scripted send ends in one column: its stop, its
-// attempts, and the broker the strategy's RoomElsewhere was asked about
+// attempts, and the broker the strategy's Room was asked about
 // ("" for never).
 type roomEnd struct {
 	stop     producer.Stop
@@ -150,7 +150,11 @@ func TestLoopNoRoomRule(t *testing.T) {
 				if col != colModel {
 					room := mocks.NewMockRoomModel(ctrl)
 					if want.asked != "" {
-						room.EXPECT().RoomElsewhere(want.asked).Return(col == colRoom)
+						acct := roomNowhere
+						if col == colRoom {
+							acct = roomElsewhere
+						}
+						room.EXPECT().Room(want.asked).Return(acct)
 					}
 					strat = roomStrategy{mstrat, room} // any other call fails the test
 				}
@@ -227,21 +231,21 @@ func TestLoopNoRoomRule(t *testing.T) {
 // (RoomModel) finds no other reachable broker for a retry: then the attempt
 // keeps all but one cap of the budget left (3 s budget, 1 s cap: 2 s, then
 // 1.99 s after a 10 ms failure), or, when the model calls the broker the
-// only room (OnlyRoom), the whole budget left (3 s, then 2.99 s). A strategy
-// that is not a RoomModel is capped as the reference caps. The last attempt
+// only room (latency.Room.Only), the whole budget left (3 s, then 2.99 s).
+// A model that is off, and a strategy that is not a RoomModel, are capped
+// as the reference caps. The last attempt
 // gets what is left, never capped, and the model is not asked about it.
 func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		room      bool             // the strategy is a RoomModel
-		elsewhere bool             // what its AttemptElsewhere answers
-		only      bool             // what its OnlyRoom answers (asked when elsewhere is false)
-		want      [2]time.Duration // the first two attempts'
+		name string
+		room *latency.Room    // what the strategy's Room answers; nil: not a RoomModel
+		want [2]time.Duration // the first two attempts'
 	}{
-		{"elsewhere", true, true, false, [2]time.Duration{time.Second, time.Second}},
-		{"nowhere else", true, false, false, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
-		{"only room", true, false, true, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
-		{"model off", false, false, false, [2]time.Duration{time.Second, time.Second}},
+		{"elsewhere", &roomElsewhere, [2]time.Duration{time.Second, time.Second}},
+		{"nowhere else", &roomCutOff, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
+		{"only room", &roomOnly, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
+		{"model off", &latency.Room{}, [2]time.Duration{time.Second, time.Second}},
+		{"not a RoomModel", nil, [2]time.Duration{time.Second, time.Second}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctrl := gomock.NewController(t)
@@ -249,12 +253,9 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 			rep := mocks.NewMockReporter(ctrl)
 			var strat producer.Strategy = mstrat
 			q := &route.MessageQueue{Topic: "T", BrokerName: "A"}
-			if tt.room {
+			if tt.room != nil {
 				room := mocks.NewMockRoomModel(ctrl)
-				room.EXPECT().AttemptElsewhere("A").Return(tt.elsewhere).Times(2) // the first two attempts
-				if !tt.elsewhere {
-					room.EXPECT().OnlyRoom("A").Return(tt.only).Times(2)
-				}
+				room.EXPECT().Room("A").Return(*tt.room).Times(2) // the first two attempts
 				strat = roomStrategy{mstrat, room}
 			}
 			info, err := route.NewPublishInfoFromQueues("T", []route.MessageQueue{*q})
@@ -289,3 +290,17 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 		})
 	}
 }
+
+// The capacity model's accounts the tests above hand out from MockRoomModel,
+// each for a broker A among three.
+var (
+	// roomElsewhere: another serving broker has room.
+	roomElsewhere = latency.Room{Here: true, Answering: true,
+		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
+	// roomNowhere: the broker and the others, all reachable, have no room.
+	roomNowhere = latency.Room{Answering: true, Others: 2, Reachable: 2, Serving: 2}
+	// roomCutOff: the other brokers are unreachable.
+	roomCutOff = latency.Room{Answering: true, Others: 2}
+	// roomOnly: the broker answers and has the room the cluster has.
+	roomOnly = latency.Room{Here: true, Answering: true, Others: 2, Reachable: 2, Serving: 2}
+)

@@ -34,39 +34,29 @@ type Strategy interface {
 var _ Strategy = (*latency.Strategy)(nil)
 
 // RoomModel is the part of a Strategy with a capacity model that the send
-// loop asks about a busy answer (the Loop documentation's "No room"): a
-// Drive over a Strategy that is also a RoomModel asks it, and only it, when
-// an attempt on broker met the send's second busy answer whose remark says
-// the broker's send pool was full (latency.FullRemark) and the mode's rules
-// would retry it. *latency.Strategy is one.
+// loop asks about the room the cluster has (the Loop documentation's "No
+// room", and Config.MaxTimeoutPerRequest). A Drive over a Strategy that is also a
+// RoomModel asks it, and only it; *latency.Strategy is one.
 //
-// RoomElsewhere reports whether a broker other than broker may have room
-// for the retry; false ends the send (StopNoRoom) instead of retrying. A
-// strategy without a capacity model reports true, as *latency.Strategy does
-// with its model off. It is called on the send path, possibly from many
-// goroutines at once: it must be safe for concurrent use and must not
-// block.
+// Room returns the model's account of the room around broker: whether it
+// has room and answers, and how many other brokers are reachable, serving
+// and with room. The loop decides by the account's rules:
+//   - before capping an attempt on broker by Config.MaxTimeoutPerRequest,
+//     AttemptElsewhere: false means a retry would come back to broker, to a
+//     broker that is down, or to push-back, so the attempt keeps all but
+//     one cap of the budget, or the whole of it when broker is the only
+//     room (Only);
+//   - after the send's second busy answer whose remark says the broker's
+//     send pool was full (latency.FullRemark), when the mode's rules would
+//     retry, RetryElsewhere: false ends the send (StopNoRoom).
 //
-// AttemptElsewhere reports whether an attempt other than one on broker may
-// go somewhere: another broker is reachable. The
-// loop asks it before capping an attempt on broker by
-// Config.MaxTimeoutPerRequest: when there is nowhere else to go, a retry
-// would come back to broker or to a broker that is down, so the attempt
-// gets the whole budget left instead of being cut for a retry that cannot
-// help. A strategy without a capacity model reports true (the cap applies
-// as the reference applies it), as *latency.Strategy does with its model
-// off. The same rules of concurrency apply.
-//
-// OnlyRoom reports whether broker is the room the cluster has: it answers,
-// has room, and every other reachable broker is without room. The loop asks
-// it only when AttemptElsewhere(broker) is false; true gives the attempt the
-// whole budget left (uncapped), since a retry would meet push-back while
-// the broker stores what it answers, however slowly. A strategy without a
-// capacity model reports false. The same rules of concurrency apply.
+// A strategy without a capacity model returns the zero Room, whose rules
+// answer as the reference behaves (the cap applies, busy answers are
+// retried), as *latency.Strategy does with its model off. Room is called on
+// the send path, possibly from many goroutines at once: it must be safe for
+// concurrent use and must not block.
 type RoomModel interface {
-	RoomElsewhere(broker string) bool
-	AttemptElsewhere(broker string) bool
-	OnlyRoom(broker string) bool
+	Room(broker string) latency.Room
 }
 
 var _ RoomModel = (*latency.Strategy)(nil)

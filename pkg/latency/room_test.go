@@ -1,0 +1,85 @@
+package latency_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mqfault/mqfault/pkg/latency"
+)
+
+// TestRoomRules: each of Room's rules over the accounts that decide it. The
+// zero Room (the model off) answers as the reference behaves: retries and
+// caps go ahead, no broker is the only room.
+func TestRoomRules(t *testing.T) {
+	tests := []struct {
+		name                   string
+		room                   latency.Room
+		retry, attempt, onlyIt bool
+	}{
+		{"model off", latency.Room{}, true, true, false},
+		{"no other broker known", latency.Room{Here: true, Answering: true}, true, true, false},
+		{"another serving broker with room", latency.Room{Here: true, Answering: true,
+			Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}, true, true, false},
+		{"room only on an isolated broker", latency.Room{Here: true, Answering: true,
+			Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 1}, false, true, false},
+		{"the only room", latency.Room{Here: true, Answering: true,
+			Others: 2, Reachable: 2, Serving: 2}, false, false, true},
+		{"the only room, silent", latency.Room{Here: true,
+			Others: 2, Reachable: 2, Serving: 2}, false, false, false},
+		{"no room here, others reachable without room", latency.Room{Answering: true,
+			Others: 2, Reachable: 2, Serving: 2}, false, true, false},
+		{"no room here, the others unreachable", latency.Room{Answering: true, Others: 2}, true, false, false},
+		{"room here, the others unreachable", latency.Room{Here: true, Answering: true, Others: 2}, true, false, true},
+		{"others reachable but all isolated, none with room", latency.Room{Here: true, Answering: true,
+			Others: 2, Reachable: 2}, true, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.room.RetryElsewhere(); got != tt.retry {
+				t.Errorf("RetryElsewhere() = %v, want %v", got, tt.retry)
+			}
+			if got := tt.room.AttemptElsewhere(); got != tt.attempt {
+				t.Errorf("AttemptElsewhere() = %v, want %v", got, tt.attempt)
+			}
+			if got := tt.room.Only(); got != tt.onlyIt {
+				t.Errorf("Only() = %v, want %v", got, tt.onlyIt)
+			}
+		})
+	}
+}
+
+// TestRoomAccount: Strategy.Room counts, in one scan, the other brokers by
+// what the model and the table know of them: one pushed back below half
+// weight (reachable, serving, no room), one isolated for a slow answer
+// (reachable, not serving, with room), one that timed out (unreachable),
+// one untouched; and the broker itself: room, and answering only within
+// AnsweredWindow of its last answer.
+func TestRoomAccount(t *testing.T) {
+	r := newPresetRig(t, 5, 1)
+	for range 8 {
+		r.s.Report(pickOf(t, r, "b1"), pushedBack())
+	}
+	r.s.Report(pickOf(t, r, "b2"), answered(3*time.Second))
+	r.s.Report(pickOf(t, r, "b3"), latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second})
+	r.s.Report(pickOf(t, r, "b4"), answered(time.Millisecond))
+	r.s.Report(pickOf(t, r, "b0"), answered(time.Millisecond))
+	want := latency.Room{Here: true, Answering: true,
+		Others: 4, Reachable: 3, ReachableRoom: 2, Serving: 2, ServingRoom: 1}
+	if got := r.s.Room("b0"); got != want {
+		t.Errorf("Room(b0) = %+v, want %+v", got, want)
+	}
+	r.clock.Advance(latency.AnsweredWindow + time.Millisecond)
+	if got := r.s.Room("b0"); got.Answering {
+		t.Errorf("Room(b0).Answering = true %v after its last answer, want false", latency.AnsweredWindow+time.Millisecond)
+	}
+	if got := r.s.Room("b1"); got.Here {
+		t.Error("Room(b1).Here = true after 8 push-backs, want false")
+	}
+	if got := r.s.Room("unknown"); got.Here || got.Others != 5 {
+		t.Errorf("Room(unknown) = %+v, want no room here and 5 others", got)
+	}
+	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
+	if got := off.s.Room("b0"); got != (latency.Room{}) {
+		t.Errorf("capacity model off: Room(b0) = %+v, want the zero Room", got)
+	}
+}
