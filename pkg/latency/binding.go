@@ -199,7 +199,12 @@ func (s *Strategy) newBinding(info *route.PublishInfo, gen uint64) *binding {
 	if r := s.policies.release; r != nil {
 		b.cap = r.bind(slots, b.entries, &s.durations)
 		if m, t := s.policies.capacity, s.table; b.cap != nil && m != nil {
-			b.cap.noRoom = func(sl *slot) bool { return m.noRoom(sl, t.units(t.seen.Load())) }
+			b.cap.noRoom = func(sl *slot) (bool, int64) {
+				if !m.noRoom(sl, t.units(t.seen.Load())) {
+					return false, 0
+				}
+				return true, m.roomBackAt(t, sl)
+			}
 		}
 	}
 	return b

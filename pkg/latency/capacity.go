@@ -293,6 +293,17 @@ func (m *capacityModel) noRoom(sl *slot, u int64) bool {
 	return m.weightQ(sl.cap.state.Load(), u) < roomWeight
 }
 
+// roomBackAt is the table time at which broker slot sl, without room, has
+// room again by its weight's climb alone, if it pushes back no more.
+func (m *capacityModel) roomBackAt(t *FaultTable, sl *slot) int64 {
+	st := sl.cap.state.Load()
+	el := m.recU
+	if w := st >> stampBits; w < roomWeight {
+		el = min(int64(((roomWeight-w)<<32+m.rateQ-1)/m.rateQ), el)
+	}
+	return t.wall0 + (int64(st&stampMask)+el+1)<<stampShift
+}
+
 // share is the model's pick among the cascade's first-stage candidates: p
 // is the queue the round robin landed on (available, and reachable), idx
 // the index value its probe stood on, last the broker a retry avoids (-1

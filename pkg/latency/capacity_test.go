@@ -771,6 +771,35 @@ func TestCapacityCapCountsNoRoom(t *testing.T) {
 	}
 }
 
+// TestCapacityCapRoomBack: a broker the cap counted as without room that
+// has room again by its weight's climb alone (no push-back since, no
+// isolation change) is counted so from then on: the cap's view is
+// recomputed at the time its weight crosses one half, and the slow broker
+// it kept in service is out again. Three push-backs leave a weight of 0.42,
+// back at 0.5 within a third of a second at the 4 s recovery.
+func TestCapacityCapRoomBack(t *testing.T) {
+	r := newPresetRig(t, 4, 1)
+	r.s.Report(pickOf(t, r, "b3"), answered(2*time.Second))
+	for _, b := range []string{"b0", "b1", "b2"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+	}
+	if rel := r.s.Released(r.info); !slices.Equal(rel, []string{"b3"}) {
+		t.Fatalf("released %v with b0-b2 without room, want [b3]", rel)
+	}
+	r.clock.Advance(100 * time.Millisecond)
+	r.s.Report(pickOf(t, r, "b1"), answered(time.Millisecond))
+	if rel := r.s.Released(r.info); !slices.Equal(rel, []string{"b3"}) {
+		t.Errorf("released %v 100 ms on, b0-b2 still below half weight, want [b3]", rel)
+	}
+	r.clock.Advance(400 * time.Millisecond)
+	r.s.Report(pickOf(t, r, "b1"), answered(time.Millisecond)) // an answer moves the table's time
+	if rel := r.s.Released(r.info); len(rel) != 0 {
+		t.Errorf("released %v once b0-b2 climbed back to half weight, want none", rel)
+	}
+}
+
 // TestAttemptElsewhereRoom: an attempt on a broker with room has somewhere
 // else to go only while another reachable broker has room too; once every
 // other broker pushed back below half weight, it is the cluster's room and

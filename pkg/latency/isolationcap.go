@@ -120,14 +120,17 @@ type capState struct {
 	bufs      [2]capView
 	ranks     []rankKey // guarded by busy
 	// noRoom, with the capacity model on, reports whether a broker is
-	// without room (noRoomCounts); nil without the model.
-	noRoom func(*slot) bool
+	// without room, and then the table time it has room again by its
+	// weight's climb (noRoomCounts); nil without the model.
+	noRoom func(*slot) (bool, int64)
 }
 
 // capView says which isolated brokers of a route the cap keeps in service,
-// as of one table epoch.
+// as of one table epoch, until table time stale at the latest (when a
+// broker it counted as without room has room again).
 type capView struct {
 	epoch    atomic.Uint64
+	stale    atomic.Int64
 	released []atomic.Bool // per broker of the route
 	rel      bitset        // the queue positions of released brokers
 	nRel     atomic.Int64  // how many
@@ -155,7 +158,7 @@ func newCapState(limit int, slots []*slot, entries []entry, durations *atomic.Po
 // current returns the view to pick with, recomputing it first when the
 // table's epoch has moved and no other goroutine is already doing so.
 func (c *capState) current(t *FaultTable) *capView {
-	if v := c.view.Load(); v.epoch.Load() == t.epoch.Load() {
+	if v := c.view.Load(); v.epoch.Load() == t.epoch.Load() && t.seen.Load() < v.stale.Load() {
 		return v
 	}
 	return c.recompute(t)
@@ -207,7 +210,8 @@ func (c *capState) fill(v *capView) {
 		v.rel[i].Store(0)
 	}
 	v.nRel.Store(0)
-	limit := c.noRoomCounts()
+	limit, stale := c.noRoomCounts()
+	v.stale.Store(stale)
 	if len(c.ranks) <= limit {
 		return
 	}
@@ -231,19 +235,24 @@ func (c *capState) fill(v *capView) {
 // cap keeps the isolated brokers that may have room (a slow broker that
 // answers) in service rather than send every pick where it is refused. The
 // model bumps the table's epoch when a broker loses its room, so the view
-// is recomputed; a broker regaining room over time bumps nothing, and the
-// view waits for the next isolation change.
-func (c *capState) noRoomCounts() int {
-	limit := c.limit
+// is recomputed; stale is the earliest table time a broker counted has room
+// again by its weight's climb, when the view is recomputed too (MaxInt64:
+// none counted).
+func (c *capState) noRoomCounts() (limit int, stale int64) {
+	limit, stale = c.limit, math.MaxInt64
 	if c.noRoom == nil {
-		return limit
+		return limit, stale
 	}
 	for _, s := range c.slots {
-		if !s.isolated.Load() && c.noRoom(s) {
+		if s.isolated.Load() {
+			continue
+		}
+		if none, back := c.noRoom(s); none {
 			limit--
+			stale = min(stale, back)
 		}
 	}
-	return max(limit, 0)
+	return max(limit, 0), stale
 }
 
 // rankKey is what the cap ranks an isolated broker by.
