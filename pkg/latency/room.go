@@ -6,9 +6,9 @@ import "time"
 // (Strategy.Room); its methods are the send loop's rules (producer.RoomModel).
 // The zero Room (model off, no other broker) answers as the reference does.
 type Room struct {
-	Here, Answering bool // the broker's weight is 1/2 or more; it answered within a second
-	// The other brokers: known, reachable, reachable with room (isolated or
-	// not), serving (reachable, not isolated), serving with room.
+	Here, Answering bool          // the broker's weight is 1/2 or more; it answered within a second
+	Latency         time.Duration // the broker's answers' average latency, faded to now (0: none)
+	// Other brokers: known, reachable, reachable with room, serving (reachable, not isolated), serving with room.
 	Others, Reachable, ReachableRoom, Serving, ServingRoom int
 }
 
@@ -61,6 +61,7 @@ func (t *FaultTable) room(m *capacityModel, broker string, now int64) Room {
 		if name == broker {
 			r.Here = spare
 			r.Answering = sl.cap.answeredSince(now - int64(answeredWindow))
+			r.Latency = time.Duration(sl.cap.fadedLat(now))
 			continue
 		}
 		r.Others++

@@ -63,7 +63,7 @@ func TestRoomAccount(t *testing.T) {
 	r.s.Report(pickOf(t, r, "b3"), latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second})
 	r.s.Report(pickOf(t, r, "b4"), answered(time.Millisecond))
 	r.s.Report(pickOf(t, r, "b0"), answered(time.Millisecond))
-	want := latency.Room{Here: true, Answering: true,
+	want := latency.Room{Here: true, Answering: true, Latency: time.Millisecond,
 		Others: 4, Reachable: 3, ReachableRoom: 2, Serving: 2, ServingRoom: 1}
 	if got := r.s.Room("b0"); got != want {
 		t.Errorf("Room(b0) = %+v, want %+v", got, want)
@@ -81,5 +81,31 @@ func TestRoomAccount(t *testing.T) {
 	off := newPresetRig(t, 3, 1, func(c *latency.Config) { c.Capacity = nil })
 	if got := off.s.Room("b0"); got != (latency.Room{}) {
 		t.Errorf("capacity model off: Room(b0) = %+v, want the zero Room", got)
+	}
+}
+
+// TestRoomLatencySlowAnswers: Room.Latency is the broker's answered-latency
+// average, faded to now: a broker answering at 1.5 s shows a second or more
+// (the send loop then leaves its attempts uncapped by a 1 s per-attempt
+// cap), and once it has not answered for two seconds (a broker that froze:
+// timeouts add no sample) it has faded below a second.
+func TestRoomLatencySlowAnswers(t *testing.T) {
+	r := newPresetRig(t, 3, 1)
+	var picks []latency.Pick
+	for range 64 {
+		picks = append(picks, pickOf(t, r, "b0")) // taken while b0 is fast
+	}
+	for _, p := range picks {
+		r.s.Report(p, answered(1500*time.Millisecond))
+	}
+	if got := r.s.Room("b0").Latency; got < time.Second || got > 1500*time.Millisecond {
+		t.Errorf("Room(b0).Latency = %v after 64 answers at 1.5 s, want 1 s to 1.5 s", got)
+	}
+	if got := r.s.Room("b1").Latency; got >= time.Second {
+		t.Errorf("Room(b1).Latency = %v for a broker that has not answered, want under 1 s", got)
+	}
+	r.clock.Advance(2 * time.Second)
+	if got := r.s.Room("b0").Latency; got >= time.Second {
+		t.Errorf("Room(b0).Latency = %v after 2 s without an answer, want under 1 s", got)
 	}
 }

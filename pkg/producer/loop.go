@@ -350,6 +350,12 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 			r = l.room.Room(q.BrokerName)
 		}
 		switch {
+		case r.Latency >= l.p.perRequest:
+			// The broker answers, slowly: the cap would turn most of its
+			// answers into timeouts and their sends into retries, so the
+			// attempt keeps the whole budget. Timeouts add no sample, so
+			// the average of a broker that stops answering fades below
+			// the cap within a second or so.
 		case r.AttemptElsewhere():
 			cur = l.p.perRequest
 		case r.Only():
