@@ -35,14 +35,15 @@ var _ Strategy = (*latency.Strategy)(nil)
 
 // RoomModel is the part of a Strategy with a capacity model that the send
 // loop asks about the room the cluster has (the Loop documentation's "No
-// room", and Config.MaxTimeoutPerRequest). A Drive over a Strategy that is also a
-// RoomModel asks it, and only it; *latency.Strategy is one.
+// room", and Config.MaxTimeoutPerRequest). A Drive over a Strategy that is
+// also a RoomModel asks it, and only it; *latency.Strategy is one.
 //
 // Room returns the model's account of the room around broker: whether it
-// has room and answers, and how many other brokers are reachable, serving
-// and with room. The loop decides by the account's rules:
-//   - before capping an attempt on broker by Config.MaxTimeoutPerRequest,
-//     AttemptElsewhere: false means a retry would come back to broker, to a
+// has room and answers, its answers' average latency, and how many other
+// brokers are reachable, serving and with room. The loop decides by it:
+//   - before capping an attempt on broker by Config.MaxTimeoutPerRequest:
+//     an average latency at the cap or more leaves the attempt uncapped
+//     (the cap would cut most of its answers); else AttemptElsewhere: false means a retry would come back to broker, to a
 //     broker that is down, or to push-back, so the attempt keeps all but
 //     one cap of the budget, or the whole of it when broker is the only
 //     room (Only);
