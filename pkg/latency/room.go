@@ -3,8 +3,8 @@ package latency
 import "time"
 
 // Room is the capacity model's account of the room around a broker
-// (Strategy.Room); its methods are the send loop's rules (producer.RoomModel).
-// The zero Room (model off, no other broker) answers as the reference does.
+// (Strategy.Room), read by the send loop's rules (producer.RoomModel). The
+// zero Room (the model off) keeps them as the reference behaves.
 type Room struct {
 	Here, Answering bool          // the broker's weight is 1/2 or more; it answered within a second
 	Latency         time.Duration // the broker's answers' average latency, faded to now (0: none)
