@@ -863,3 +863,91 @@ func TestOnlyRoom(t *testing.T) {
 		t.Error("capacity model off: want false")
 	}
 }
+
+// TestCapacityIsolatedUnreachableTrial: a broker whose failure isolated it
+// and whose probes call it unreachable (a flapping broker in its up phase,
+// probes filtered) gets send trials while its isolation runs; an answer its
+// latency isolates nothing for ends the isolation at once (its share is
+// back within a second or two, not after the table's 10 s), while a slow
+// answer the duration table isolates for leaves the isolation running, and
+// a broker that answered slowly before it failed (degraded, not down) or
+// whose failure was a timeout (blackholed) gets no trial at all.
+func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		answer    time.Duration
+		back      bool
+		slowFirst bool
+		timeout   bool
+	}{
+		{"fast answer ends the isolation", time.Millisecond, true, false, false},
+		{"slow answer keeps it", 3 * time.Second, false, false, false},
+		{"degraded broker gets no trial", time.Millisecond, false, true, false},
+		{"timed-out broker gets no trial", time.Millisecond, false, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newPresetRig(t, 4, 2)
+			if tt.slowFirst { // answered slowly, then failed: degraded, not down
+				pickOf(t, r, "b2").Done(answered(700 * time.Millisecond))
+				r.clock.Advance(3 * time.Second)
+			}
+			fail := latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}
+			if tt.timeout { // a blackholed broker's attempt runs into its timeout
+				fail = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+			}
+			pickOf(t, r, "b2").Done(fail)
+			r.s.Table().SetReachable("b2", false)
+			if r.s.Table().IsAvailable("b2") {
+				t.Fatal("b2 available after a failed send, want isolated")
+			}
+			trials := 0
+			counts := r.run(t, 300, 3*time.Second, func(b string) latency.Outcome {
+				if b == "b2" {
+					trials++
+					return answered(tt.answer)
+				}
+				return answered(time.Millisecond)
+			})
+			noTrial := tt.slowFirst || tt.timeout
+			if trials == 0 && !noTrial {
+				t.Fatalf("isolated, unreachable b2: no trial in 3 s (counts %v)", counts)
+			}
+			if trials != 0 && noTrial {
+				t.Errorf("isolated, unreachable b2 that was slow or timed out: %d trials in 3 s, want none", trials)
+			}
+			if got := r.s.Table().IsAvailable("b2"); got != tt.back {
+				t.Errorf("b2 answered its trial in %v: available %t, want %t (counts %v)", tt.answer, got, tt.back, counts)
+			}
+			if !tt.back && trials > 3 {
+				t.Errorf("b2 answering slowly: %d picks in 3 s, want trials only", trials)
+			}
+			if tt.back && counts["b2"] < 40 {
+				t.Errorf("b2 back after its trial: %d of 300 picks, want most of its share (counts %v)", counts["b2"], counts)
+			}
+		})
+	}
+}
+
+// TestCapacityIsolatedTrialWaitsAGap: a failure's isolation admits no send
+// trial for one trial gap (the detect interval) after the failure. Every
+// producer of a fleet meets a broker's failure in the same instant, and
+// trials in that instant turned the retries of its second into a second
+// failed attempt each (the fleet's p99 of that second doubled); after the
+// gap the trials come, one a gap.
+func TestCapacityIsolatedTrialWaitsAGap(t *testing.T) {
+	r := newPresetRig(t, 4, 2)
+	pickOf(t, r, "b2").Done(latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond})
+	r.s.Table().SetReachable("b2", false)
+	refused := func(b string) latency.Outcome {
+		if b == "b2" {
+			return latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}
+		}
+		return answered(time.Millisecond)
+	}
+	if counts := r.run(t, 90, 900*time.Millisecond, refused); counts["b2"] != 0 {
+		t.Fatalf("b2 failed and unreachable: %d trials within 900ms of the failure, want none before the detect interval (counts %v)", counts["b2"], counts)
+	}
+	if counts := r.run(t, 300, 3*time.Second, refused); counts["b2"] == 0 || counts["b2"] > 3 {
+		t.Errorf("b2 refusing, after the first interval: %d trials in 3 s, want one a detect interval (1 to 3) (counts %v)", counts["b2"], counts)
+	}
+}

@@ -42,6 +42,9 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		}
 		return s.pickedSlot(info, e.s, p, s.stageOf(e.s, StageAvailable)), true
 	}
+	if e.s.isolated.Load() && c5.isolatedTrial(e) {
+		return s.pickedSlot(info, e.s, p, StageTrial), true
+	}
 	return c5.cascade(info, b, v, -1, b.probed(info, iv, p))
 }
 

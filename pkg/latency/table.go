@@ -404,6 +404,9 @@ func (s *slot) extend(now int64, d time.Duration, failure bool, bo isolationHook
 	}
 	extended = s.isolated.Load()
 	s.failed.Store(failure || (s.isolated.Load() && s.failed.Load()))
+	if failure {
+		s.trial.failedAt.Store(now)
+	}
 	s.ended = true
 	s.until.Store(until)
 	if failure && d > base {
@@ -513,6 +516,8 @@ func (s *slot) reset() {
 	s.cap.state.Store(0)
 	s.trial.next.Store(0)
 	s.trial.level.Store(0)
+	s.trial.slowAt.Store(0)
+	s.trial.failedAt.Store(0)
 	s.cap.answered.Store(0)
 	s.table.ver.Add(1)
 	s.table.bump()

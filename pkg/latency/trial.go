@@ -1,6 +1,9 @@
 package latency
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // This file holds reachable first's send trial (reachableFirstPolicy,
 // policy.go): sends outweigh probes.
@@ -20,6 +23,15 @@ import "sync/atomic"
 // doublings. A broker the detector rightly calls unreachable thus costs one
 // attempt per trial, fewer and fewer, where the reference's first stage
 // sends it every attempt of its share once its isolation is over.
+//
+// Probes that fail while sends would be answered also hold a failure
+// isolation to its end: a flapping broker whose probes always fail is
+// isolated for the table's 10 s at each down phase, through the up phase
+// after it. So an isolated broker the detector calls unreachable gets trials
+// too, from the fast path's first probe (isolatedTrial), one a detect
+// interval with no doubling while the isolation runs; a trial answered in a
+// latency the duration table isolates nothing for ends the isolation at
+// once (endIsolation), a slower answer leaves it to the table's rules.
 
 // trialState is one broker's send trial. Safe for concurrent use.
 type trialState struct {
@@ -28,6 +40,14 @@ type trialState struct {
 	// level counts the failed trials since the broker was last reachable:
 	// each doubles the wait for the next, up to trialMaxLevel.
 	level atomic.Int32
+	// slowAt is when the broker last answered a send in a latency the
+	// duration table isolates for (table time; 0: never), stamped by the
+	// recovery rule's outcome hook (recovery.go).
+	slowAt atomic.Int64
+	// failedAt is when a failure last isolated the broker (table time),
+	// stamped by the isolation's rule (slot.extend): an isolated trial
+	// comes one trial gap after it at the earliest.
+	failedAt atomic.Int64
 }
 
 // trialMaxLevel bounds the doubling: at most trialGap<<trialMaxLevel
@@ -40,8 +60,37 @@ const trialMaxLevel = 6
 // the pick path, no lock, no allocation, no clock read (the table's last
 // seen time).
 func (c5 cascade5) trial(e *entry) bool {
+	return !e.s.isolated.Load() && c5.claimTrial(e)
+}
+
+// isolatedTrial reports whether entry e, isolated and not kept in service
+// by the isolation cap, takes a first-stage trial pick now, and if so
+// claims it: under reachable first, a broker the detector calls
+// unreachable gets send trials while its isolation runs too, since its
+// probes would never end it early (a flapping broker whose probes fail
+// answers sends in its up phase). The fast path's refused probe calls it.
+func (c5 cascade5) isolatedTrial(e *entry) bool {
+	now := c5.s.table.seen.Load()
+	return c5.s.policies.reachFirst && !e.s.reachable.Load() && e.s.failed.Load() &&
+		now-e.s.trial.failedAt.Load() >= c5.s.policies.trialGap &&
+		!c5.s.recentlySlow(e.s, now) && c5.claimTrial(e)
+}
+
+// recentlySlow reports whether s's broker answered a send, or failed one,
+// in a latency the duration table isolates for (a slow answer, a timeout)
+// within one failure isolation of the table before now: a degraded or
+// blackholed broker, whose trials would cost that latency and whose faster
+// answers prove little, gets no trial while isolated and no early end.
+func (s *Strategy) recentlySlow(sl *slot, now int64) bool {
+	at := sl.trial.slowAt.Load()
+	return at != 0 && span(at, now) < s.durations.Load().t.Isolation(s.spec.isolationLatency)
+}
+
+// claimTrial claims e's trial if its broker is in the table and its next
+// trial time has come.
+func (c5 cascade5) claimTrial(e *entry) bool {
 	gap := c5.s.policies.trialGap
-	if gap <= 0 || e.s.isolated.Load() || !e.s.present.Load() {
+	if gap <= 0 || !e.s.present.Load() {
 		return false
 	}
 	now := c5.s.table.seen.Load()
@@ -63,9 +112,56 @@ func (s *Strategy) trialDone(sl *slot, broker string, o Outcome) (FaultUpdate, b
 	u := s.spec.rules.update(broker, o, s.detectorOn.Load())
 	if !u.Isolation {
 		sl.trial.level.Store(0)
+		if o.Class == ClassAnswered && !o.Pending {
+			s.trialAnswered(sl, o.Latency)
+		}
 		return FaultUpdate{}, false
 	}
-	lv := min(sl.trial.level.Add(1), trialMaxLevel)
+	// While an isolation runs, a trial that failed in a latency the
+	// duration table isolates nothing for (refused, not timed out) keeps
+	// the wait at one gap: the trials are then the only way back before the
+	// isolation's end, and each costs little.
+	lv := int32(0)
+	if !sl.isolated.Load() || s.durations.Load().t.Isolation(max(o.Latency, 0)) > 0 {
+		lv = min(sl.trial.level.Add(1), trialMaxLevel)
+	}
 	sl.trial.next.Store(s.table.now() + s.policies.trialGap<<lv)
 	return FaultUpdate{Broker: broker, Latency: u.Latency, Reachable: sl.reachable.Load()}, true
+}
+
+// endIsolation ends s's running isolation at now: its send trial was
+// answered in a latency the duration table isolates nothing for.
+func (s *slot) endIsolation(now int64) {
+	s.mu.Lock()
+	if !s.isolated.Load() {
+		s.mu.Unlock()
+		return
+	}
+	s.until.Store(now)
+	s.rec.baseUntil.Store(0)
+	s.setIsolated(false)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.table.ver.Add(1)
+	s.table.bump()
+	if s.present.Load() && s.table.obs != nil {
+		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: s.table.wallOf(now)})
+	}
+}
+
+// trialAnswered takes a send trial's answer in latency d: it ends the
+// broker's running isolation when the duration table isolates nothing for
+// d and the broker answered no send slowly (an answer the table isolates
+// for) within one failure isolation of the table: a degraded broker's
+// faster answers do not bring it back.
+func (s *Strategy) trialAnswered(sl *slot, d time.Duration) {
+	t := s.durations.Load().t
+	if !sl.isolated.Load() || t.Isolation(max(d, 0)) > 0 {
+		return
+	}
+	if now := s.table.now(); !s.recentlySlow(sl, now) {
+		sl.endIsolation(now)
+	}
 }
