@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mqfault/mqfault/pkg/probe/probetest"
 )
 
@@ -52,7 +54,7 @@ func (o *output) String() string {
 type child struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	stdin  *os.File // the write end of the child's stdin
 	stdout *output
 	stderr *output
 	done   chan struct{}
@@ -65,13 +67,15 @@ func startMqfault(t *testing.T, tmp string, args ...string) *child {
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	c := &child{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
-	var err error
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdin, c.stdin = r, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	r.Close() // the child has its copy
 	go func() {
 		_ = cmd.Wait()
 		close(c.done)
@@ -79,8 +83,33 @@ func startMqfault(t *testing.T, tmp string, args ...string) *child {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-c.done
+		c.stdin.Close()
 	})
 	return c
+}
+
+// waitRead waits until the child has read everything written to its stdin
+// (the pipe holds no byte): it is then past main's signal set-up, which
+// comes before any read, however slowly a loaded machine started it.
+func (c *child) waitRead() {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(int(c.stdin.Fd()), unix.TIOCINQ) // FIONREAD
+		switch {
+		case err != nil:
+			c.t.Fatalf("FIONREAD (TIOCINQ) on the child's stdin: %v", err)
+		case n == 0:
+			return
+		case time.Now().After(deadline):
+			c.t.Fatalf("mqfault left %d bytes of its stdin unread for 60 s; stderr: %s", n, c.stderr)
+		}
+		select {
+		case <-c.done:
+			c.t.Fatalf("mqfault exited before reading its stdin: %v; stderr: %s", c.cmd.ProcessState, c.stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // waitLine waits until the child has printed a first line on stdout.
@@ -278,8 +307,8 @@ func TestInterruptSim(t *testing.T) {
 	if _, err := io.WriteString(c.stdin, long); err != nil {
 		t.Fatal(err)
 	}
+	c.waitRead() // past start-up: the simulation runs
 	c.stdin.Close()
-	time.Sleep(500 * time.Millisecond) // past start-up: the simulation runs
 	code := c.signal(syscall.SIGINT)
 	if code != exitInterrupted {
 		t.Errorf("after SIGINT: exit %d, want %d; stderr: %s", code, exitInterrupted, c.stderr)
@@ -299,7 +328,8 @@ func TestInterruptTrace(t *testing.T) {
 	if _, err := io.WriteString(c.stdin, "route brokerA:2,brokerB:2\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // started, and blocked reading stdin
+	c.waitRead()                       // started, and read the line
+	time.Sleep(100 * time.Millisecond) // blocked reading the next one (the signal is handled either way)
 	code := c.signal(syscall.SIGINT)
 	if code != exitInterrupted {
 		t.Errorf("after SIGINT: exit %d, want %d; stderr: %s", code, exitInterrupted, c.stderr)
