@@ -125,7 +125,7 @@ func (c5 cascade5) seek(info *route.PublishInfo, b *binding, f *flagSummary, v *
 		accept = nil
 	}
 	first := accept // the first stage's: reachable too under reachFirst
-	if s.policies.reachFirst() {
+	if s.policies.reachFirst {
 		first = func(p int) bool { return (accept == nil || accept(p)) && c5.reachOK(&b.entries[p]) }
 	}
 	if v != nil && last >= 0 {
@@ -196,7 +196,7 @@ func (c5 cascade5) walk(info *route.PublishInfo, b *binding, v *capView, last in
 // trial (trial.go), which it claims. Callers test it last, so a claimed
 // trial is the pick.
 func (c5 cascade5) reachOK(e *entry) bool {
-	return !c5.s.policies.reachFirst() || e.s.reachable.Load() || c5.trial(e)
+	return !c5.s.policies.reachFirst || e.s.reachable.Load() || c5.trial(e)
 }
 
 // pickOff is v5 with fault tolerance off: a filtered pass avoiding the last

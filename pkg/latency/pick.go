@@ -171,7 +171,7 @@ func (s *Strategy) picked(info *route.PublishInfo, b *binding, p int, st Stage) 
 // under reachFirst is a send trial, as only a trial passes the first stage
 // unreachable.
 func (s *Strategy) stageOf(sl *slot, st Stage) Stage {
-	if st == StageAvailable && s.policies.reachFirst() && !sl.reachable.Load() {
+	if st == StageAvailable && s.policies.reachFirst && !sl.reachable.Load() {
 		return StageTrial
 	}
 	return st

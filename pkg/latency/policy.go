@@ -205,15 +205,13 @@ type policies struct {
 	release   releaseHook    // at most one policy releases brokers
 	outcomes  []outcomeHook  // in order, on every reported outcome
 	capacity  *capacityModel // the capacity model (capacity.go); nil when off
-	// trialGap (table time), when positive, makes the v5 cascade's first
-	// stage take only brokers that are available and reachable
-	// (reachableFirstPolicy, reachFirst), but for a send trial (trial.go)
-	// to an unreachable broker at most once every trialGap.
-	trialGap int64
+	// reachFirst makes the v5 cascade's first stage take only brokers
+	// that are available and reachable (reachableFirstPolicy), but for a
+	// send trial (trial.go) to an unreachable broker nothing isolates at
+	// most once every trialGap (table time).
+	reachFirst bool
+	trialGap   int64
 }
-
-// reachFirst reports whether reachable first is on: trialGap is positive.
-func (p *policies) reachFirst() bool { return p.trialGap > 0 }
 
 func newPolicies(cfg Config) policies {
 	var p policies
@@ -247,7 +245,8 @@ var reachableFirstPolicy = policyKind{
 	validate: func(Config, *configerr.List) {},
 	install: func(c Config, p *policies) {
 		if c.Detector && c.ProbeFailures {
-			p.trialGap = int64(c.DetectInterval) // positive: Config.Validate
+			p.reachFirst = true
+			p.trialGap = int64(c.DetectInterval)
 		}
 	},
 }

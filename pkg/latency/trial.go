@@ -71,7 +71,7 @@ func (c5 cascade5) trial(e *entry) bool {
 // answers sends in its up phase). The fast path's refused probe calls it.
 func (c5 cascade5) isolatedTrial(e *entry) bool {
 	now := c5.s.table.seen.Load()
-	return c5.s.policies.reachFirst() && !e.s.reachable.Load() && e.s.failed.Load() &&
+	return c5.s.policies.reachFirst && !e.s.reachable.Load() && e.s.failed.Load() &&
 		now-e.s.trial.failedAt.Load() >= c5.s.policies.trialGap &&
 		!c5.s.recentlySlow(e.s, now) && c5.claimTrial(e)
 }
