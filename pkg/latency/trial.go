@@ -130,24 +130,19 @@ func (s *Strategy) trialDone(sl *slot, broker string, o Outcome) (FaultUpdate, b
 }
 
 // endIsolation ends s's running isolation at now: its send trial was
-// answered in a latency the duration table isolates nothing for.
+// answered in a latency the duration table isolates nothing for. The end
+// is the expiry's (expire), as a stall's is (endStall); the timer armed for
+// the old end then finds nothing to do.
 func (s *slot) endIsolation(now int64) {
 	s.mu.Lock()
-	if !s.isolated.Load() {
-		s.mu.Unlock()
-		return
-	}
-	s.until.Store(now)
-	s.rec.baseUntil.Store(0)
-	s.setIsolated(false)
-	if s.timer != nil {
-		s.timer.Stop()
+	end := s.isolated.Load()
+	if end {
+		s.until.Store(now)
+		s.rec.baseUntil.Store(0)
 	}
 	s.mu.Unlock()
-	s.table.ver.Add(1)
-	s.table.bump()
-	if s.present.Load() && s.table.obs != nil {
-		s.table.obs.OnRecover(RecoveryEvent{Broker: s.name, At: s.table.wallOf(now)})
+	if end {
+		s.expire()
 	}
 }
 
