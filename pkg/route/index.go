@@ -76,7 +76,12 @@ func (x *Index) Store(v int32) { x.v.Store(v) }
 
 // Reset stores abs(r) for a fresh random r in [0, MaxInt32), as the
 // reference's reset does when a send retries.
-func (x *Index) Reset() { x.v.Store(Abs32(x.src.Int32n(math.MaxInt32))) }
+func (x *Index) Reset() { x.v.Store(x.Draw()) }
+
+// Draw returns a value Reset would store, without storing it: a pick that
+// starts from a random place of its own leaves the shared round robin
+// where it is.
+func (x *Index) Draw() int32 { return Abs32(x.src.Int32n(math.MaxInt32)) }
 
 // Abs32 is Java's Math.abs on an int: abs(MinInt32) is MinInt32.
 func Abs32(v int32) int32 {

@@ -92,6 +92,21 @@ func TestIndexReset(t *testing.T) {
 				t.Errorf("Reset() stored %d, want %d", got, tt.want)
 			}
 		})
+		t.Run(tt.name+"/draw", func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			src := mocks.NewMockRandomSource(ctrl)
+			gomock.InOrder(
+				src.EXPECT().Int32().Return(int32(99)),
+				src.EXPECT().Int32n(int32(math.MaxInt32)).Return(tt.drawn),
+			)
+			x := route.NewIndex(src)
+			if got := x.Draw(); got != tt.want {
+				t.Errorf("Draw() = %d, want %d (what Reset would store)", got, tt.want)
+			}
+			if got := x.Load(); got != 99 {
+				t.Errorf("after Draw() the index holds %d, want 99: Draw stores nothing", got)
+			}
+		})
 	}
 }
 
