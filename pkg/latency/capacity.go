@@ -29,14 +29,20 @@ import (
 // The weight decides the broker's share of picks. A pick of the cascade's
 // first stage (a first attempt, or a retry) lands, by round robin, on
 // queue p; when p's broker is below full weight, the model compares it with
-// a second candidate q (partner: another queue of the route, chosen anew
-// with each index value) on another broker, not the retry's last one,
-// available and reachable; when w_q > w_p the pick moves to q with
-// probability 1 - w_p/w_q, drawn from a hash of the index value (not a
-// random source, so a pick stays a function of the route's index). So a
-// broker's share falls with its weight, and brokers of equal weight keep
-// round robin's spread exactly: latency, however noisy, moves no share
-// (the duration table's latency isolation handles gross slowness).
+// a second candidate q (partner: another queue of the route) on another
+// broker, not the retry's last one, available and reachable; when w_q >
+// w_p the pick moves to q with probability w_q - w_p, drawn from a hash of
+// the index value (not a random source, so a pick stays a function of the
+// route's index). The candidate is drawn from the pick's number among its
+// broker's picks (binding.draw), along a golden-ratio sequence, so the
+// picks a broker gives up spread evenly over the others, second by
+// second. So a broker's share falls with its weight, and brokers of equal
+// weight keep round robin's spread exactly: latency, however noisy, moves
+// no share (the duration table's latency isolation handles gross
+// slowness). A retry after a push-back starts from a random place of its
+// own and leaves the shared index alone (PickInfo.ResetIndex), and a retry
+// is placed by the same rules as a first attempt, so the brokers with room
+// split the share a broker gives up, first attempts and retries alike.
 //
 // The state is one atomic word per broker (weight and stamp), written on
 // push-back only. A pick reads it for the probed broker, and for the second
@@ -99,6 +105,10 @@ var capacityPolicy = policyKind{
 		}
 	},
 }
+
+// pushBack reports whether class c is a push-back under the model: a busy
+// answer or a throttled attempt.
+func (c Class) pushBack() bool { return c == ClassBusy || c == ClassThrottled }
 
 // capacitySettings addresses the capacity model's settings in a Config.
 func capacitySettings(c *Config) **CapacityConfig { return &c.Capacity }
@@ -244,7 +254,7 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 			return m.queued(a, o), true
 		}
 	}
-	if o.Class != ClassBusy && o.Class != ClassThrottled {
+	if !o.Class.pushBack() {
 		return FaultUpdate{}, false
 	}
 	u := FaultUpdate{Broker: a.broker, Latency: max(o.Latency, 0), Reachable: true}
@@ -313,18 +323,19 @@ func (m *capacityModel) roomBackAt(t *FaultTable, sl *slot) int64 {
 // case the later ones would decide otherwise:
 //
 //  1. trialStays: a send trial stays on p.
-//  2. retryToRoom: a retry from a broker without room goes to the first
-//     broker with room.
-//  3. isolatedPartnerStays: an isolated partner takes share only when the
+//  2. isolatedPartnerStays: an isolated partner takes share only when the
 //     cap releases it or, outside the strict pass, no broker has room.
-//  4. movesByWeight: the pick moves to the partner with probability
+//  3. movesByWeight: the pick moves to the partner with probability
 //     w_q - w_p, the latency term (latencyScaled) scaling w_p.
 //
-// Between them, a pick at full weight and not slow stays (no rule has
-// anything to move); the partner is on another broker (partnerOf), and one
-// on last or unreachable is no candidate. It takes no lock, allocates
-// nothing and reads no clock (the table's last seen time stands for now):
-// it is on the pick path.
+// A retry is placed by the same rules as a first attempt, from a random
+// start (PickInfo.ResetIndex), so the brokers with room split the retries
+// as they split the first attempts. Between them, a
+// pick at full weight and not slow stays (no rule has anything to move);
+// the partner is on another broker (partnerOf), and one on last or
+// unreachable is no candidate. It takes no lock, allocates nothing and
+// reads no clock (the table's last seen time stands for now): it is on the
+// pick path.
 func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, strict bool) int {
 	s := c5.s
 	m := s.policies.capacity
@@ -350,21 +361,17 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 	if wp >= weightScale && lp < int64(latencyFloor) {
 		return p
 	}
-	q := b.partnerOf(p, e.broker, idx)
-	noRoom := false
-	if wp < roomWeight { // p has no room
-		r, none := c5.retryToRoom(b, v, e.broker, q, last, strict, u)
-		if r >= 0 {
-			return r
-		}
-		noRoom = none
-	}
+	q := b.partnerOf(p, e.broker, last, b.draw(idx, p, e.broker))
 	e2 := &b.entries[q]
 	if e2.broker == e.broker || e2.broker == last || !e2.s.reachable.Load() {
 		return p
 	}
-	if isolatedPartnerStays(v, e2, strict, noRoom) {
-		return p
+	if e2.s.isolated.Load() {
+		// p has no room, nor has any other broker the first stage takes.
+		noRoom := wp < roomWeight && !c5.roomElsewhere(b, v, e.broker, last, strict, u)
+		if isolatedPartnerStays(v, e2, strict, noRoom) {
+			return p
+		}
 	}
 	wq := m.weightQ(e2.s.cap.state.Load(), u)
 	if lp >= int64(latencyFloor) {
@@ -382,22 +389,7 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 // elsewhere it would send nothing to the broker it is to test.
 func trialStays(e *entry) bool { return !e.s.reachable.Load() }
 
-// retryToRoom is share's second rule: a retry (last >= 0) from a broker
-// without room (the caller calls it only then) goes to the first broker
-// with room from the partner q on (roomFrom), which it returns; the
-// partner alone may have no more room than p, and a retry that lands on a
-// broker without room is pushed back again. Otherwise it returns -1, and
-// noRoom says whether no broker a first stage may take (reachable, and not
-// isolated or released by the cap) has room, which the third rule needs.
-func (c5 cascade5) retryToRoom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (r int, noRoom bool) {
-	r, ok := c5.roomFrom(b, v, broker, q, last, strict, u)
-	if !ok || last < 0 {
-		r = -1
-	}
-	return r, !ok
-}
-
-// isolatedPartnerStays is share's third rule: a pick whose partner e2 is
+// isolatedPartnerStays is share's second rule: a pick whose partner e2 is
 // isolated stays on p, unless outside the cap's retry pass (strict false)
 // the cap releases the partner or no broker the first stage takes has
 // room (noRoom). With no room anywhere, a broker that answers (reachable)
@@ -409,7 +401,7 @@ func isolatedPartnerStays(v *capView, e2 *entry, strict, noRoom bool) bool {
 	return e2.s.isolated.Load() && (strict || (!noRoom && !v.releases(e2.broker)))
 }
 
-// movesByWeight is share's fourth rule: the pick moves to the partner
+// movesByWeight is share's third rule: the pick moves to the partner
 // with probability wq - wp (the partner's weight and p's), what the partner
 // has of room that p has not, so brokers that both push back keep round
 // robin's spread and neither is left idle. The draw is the hash of the
@@ -419,7 +411,7 @@ func movesByWeight(wq, wp uint64, idx int32) bool {
 	return wq > wp && uint64(shareHash(idx))*weightScale < (wq-wp)<<32
 }
 
-// latencyScaled is the fourth rule's latency term: p's weight wp scaled
+// latencyScaled is the third rule's latency term: p's weight wp scaled
 // down by the latency ratio when p's faded latency lp is more than
 // latencyRatio times the partner's lq (and more than latencyFloor), so a
 // slow broker gives share to a fast one even when neither pushes back.
@@ -430,37 +422,25 @@ func latencyScaled(wp uint64, lp, lq int64) uint64 {
 	return wp
 }
 
-// roomFrom returns the first position from q on (all n of them, wrapping)
-// whose broker is at full weight, else the first whose broker has room
-// (weight at least roomWeight), of those that are neither broker nor last,
-// are reachable, and are not isolated (or, unless strict, are ones the cap
-// releases); ok is false when there is none. A broker at full weight has
-// not pushed back within Capacity.Recovery; one with room but below it
-// has, and may still be full. Only a retry from a broker without room
-// walks it: no lock, no allocation, no clock read.
-func (c5 cascade5) roomFrom(b *binding, v *capView, broker int32, q int, last int32, strict bool, u int64) (int, bool) {
+// roomElsewhere reports whether a broker other than broker and last has
+// room (weight at least roomWeight), is reachable, and is not isolated
+// (or, unless strict, is one the cap releases). Only a pick on a broker
+// without room asks it: no lock, no allocation, no clock read.
+func (c5 cascade5) roomElsewhere(b *binding, v *capView, broker int32, last int32, strict bool, u int64) bool {
 	m := c5.s.policies.capacity
-	n := len(b.entries)
-	fb := -1
-	for i := range n {
-		r := q + i
-		if r >= n {
-			r -= n
-		}
-		e := &b.entries[r]
+	for i := range b.entries {
+		e := &b.entries[i]
 		if e.broker == broker || e.broker == last || !e.s.reachable.Load() {
 			continue
 		}
 		if e.s.isolated.Load() && (strict || !v.releases(e.broker)) {
 			continue
 		}
-		if w := m.weightQ(e.s.cap.state.Load(), u); w >= weightScale {
-			return r, true
-		} else if w >= roomWeight && fb < 0 {
-			fb = r
+		if m.weightQ(e.s.cap.state.Load(), u) >= roomWeight {
+			return true
 		}
 	}
-	return fb, fb >= 0
+	return false
 }
 
 // shareHash spreads the index value over 32 bits (a multiply and a
@@ -475,19 +455,27 @@ func shareHash(idx int32) uint32 {
 }
 
 // partnerOf is the second candidate for position p, whose broker is broker,
-// at index value idx: a position on another broker. It draws partner with
-// idx and, while the draw is on broker, with partnerDraws-1 more hashes of
-// idx, then walks on from the last draw to the first position on another
-// broker (p when there is none). Drawing again rather than walking keeps the
-// candidate spread over the other brokers whatever the order of the route's
-// queues. No lock, no allocation: it is on the pick path.
-func (b *binding) partnerOf(p int, broker int32, idx int32) int {
+// for draw number k (binding.draw): a position on another broker, and not
+// on last (a retry's last broker; -1 for none) while there is one. It
+// draws partner with k and, while the draw is on either, with
+// partnerDraws-1 more hashes of k, then walks on from the last draw to the
+// first position on neither (the last draw when there is none). Drawing
+// again rather than walking keeps the candidate spread over the other
+// brokers whatever the order of the route's queues. No lock, no
+// allocation: it is on the pick path.
+func (b *binding) partnerOf(p int, broker, last int32, k int32) int {
 	n := len(b.entries)
-	q := partner(p, n, idx)
-	for d := 1; d < partnerDraws && b.entries[q].broker == broker; d++ {
-		q = partner(p, n, int32(shareHash(idx+int32(d))))
+	q := partner(p, n, k)
+	for d := 1; d < partnerDraws; d++ {
+		if br := b.entries[q].broker; br != broker && br != last {
+			return q
+		}
+		q = partner(p, n, int32(shareHash(k+int32(d))))
 	}
-	for i := 0; i < n && b.entries[q].broker == broker; i++ {
+	for range n {
+		if br := b.entries[q].broker; br != broker && br != last {
+			return q
+		}
 		if q++; q == n {
 			q = 0
 		}
@@ -498,10 +486,11 @@ func (b *binding) partnerOf(p int, broker int32, idx int32) int {
 // partnerDraws is how many draws partnerOf makes before it walks.
 const partnerDraws = 4
 
-// partner is a second candidate for position p of n (n > 1) at index
-// value idx: another position, spread over all n-1 of them as idx moves.
-func partner(p, n int, idx int32) int {
-	q := p + 1 + int((uint64(uint32(idx)*0x9E3779B9)*uint64(n-1))>>32)
+// partner is a second candidate for position p of n (n > 1) for draw k:
+// another position, p plus an offset whose fraction of n-1 is k times the
+// golden ratio's (mod 1), so consecutive draws spread evenly over all n-1.
+func partner(p, n int, k int32) int {
+	q := p + 1 + int((uint64(uint32(k)*0x9E3779B9)*uint64(n-1))>>32)
 	if q >= n {
 		q -= n
 	}

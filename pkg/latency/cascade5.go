@@ -79,14 +79,21 @@ func (c5 cascade5) pickSlow(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		return c5.pickOff(info, in)
 	}
 	b := s.bind(info)
+	c := b.cursor(info)
 	if in.ResetIndex {
-		info.ResetIndex()
+		if s.policies.capacity != nil && in.LastClass.pushBack() {
+			// Under the capacity model a retry after a push-back starts
+			// from a random place of its own (PickInfo.ResetIndex).
+			c = b.ownCursor(info.Index().Draw())
+		} else {
+			info.ResetIndex()
+		}
 	}
 	var v *capView
 	if b.cap != nil {
 		v = b.cap.current(s.table)
 	}
-	return c5.cascade(info, b, v, lastBrokerIndex(info, in.LastBroker), b.cursor(info))
+	return c5.cascade(info, b, v, lastBrokerIndex(info, in.LastBroker), c)
 }
 
 // cascade runs v5's cascade with fault tolerance on from cursor c, which

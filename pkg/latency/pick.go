@@ -15,7 +15,17 @@ type PickInfo struct {
 	LastBroker string
 	// ResetIndex asks for the publish info's index to be reset to a random
 	// value first (v5, fault tolerance on: every retry of a synchronous send).
+	// Under the capacity model (Config.Capacity), a retry after a push-back
+	// (LastClass busy or throttled) starts from a random value of its own
+	// instead and leaves the shared index, which spreads the first attempts,
+	// where it is: the model keeps a broker that pushes back in service, so
+	// its retries come all the time, each right after a pick on it, and
+	// resets would move every sender's round robin to just after it (the
+	// brokers before it would take more than their share).
 	ResetIndex bool
+	// LastClass is what the previous attempt met (its Outcome's Class),
+	// for a retry; a first attempt leaves it zero.
+	LastClass Class
 }
 
 // Pick is the result of a pick. It is four words, copied by value.
@@ -230,10 +240,10 @@ func (s *Strategy) finish(info *route.PublishInfo, b *binding, c *cursor, n int)
 // isolated block costs two atomic operations, and one goroutine sees exactly
 // the reference's index.
 type cursor struct {
-	idx     *route.Index
-	m       uint64 // n's fastPosition constant; 0: divide
-	v       int32  // stored index value of the last probe (the claim's minus one before any)
-	pos     int    // position of the last probe, when posOK
+	idx     *route.Index // nil for an own cursor (binding.ownCursor)
+	m       uint64       // n's fastPosition constant; 0: divide
+	v       int32        // stored index value of the last probe (the claim's minus one before any)
+	pos     int          // position of the last probe, when posOK
 	n       int
 	moved   int32 // probes made
 	pub     int32 // moves published so far (the claim)
@@ -247,6 +257,31 @@ func newCursor(idx *route.Index, n int) cursor { return cursor{idx: idx, n: n} }
 // positions without a division (fastPosition).
 func (b *binding) cursor(info *route.PublishInfo) cursor {
 	return cursor{idx: info.Index(), n: len(b.entries), m: b.posM}
+}
+
+// draw returns the number of the pick at position p, on broker br, of
+// index value v among the picks of its broker's queues: the route's cycles
+// before v times the broker's queues, plus p's place among them. The picks
+// a broker's queues take, one per queue a cycle, have consecutive numbers,
+// so a draw from the number (the capacity model's second candidate)
+// follows a low-discrepancy sequence for them, where one from v would step
+// by the route's length. Integer arithmetic, no division: the pick path.
+func (b *binding) draw(v int32, p int, br int32) int32 {
+	u := uint64(uint32(v) & route.PositiveMask)
+	var cyc uint64
+	if b.posM == 0 {
+		cyc = u / uint64(max(len(b.entries), 1))
+	} else {
+		cyc, _ = bits.Mul64(b.posM, u)
+	}
+	return int32(cyc)*b.nq[br] + int32(p) - b.firstPos[br]
+}
+
+// ownCursor returns a cursor over info, b's publish info, that starts
+// after index value v and never touches the shared index: its moves are
+// its own (done publishes nothing).
+func (b *binding) ownCursor(v int32) cursor {
+	return cursor{n: len(b.entries), m: b.posM, v: v, claimed: true}
 }
 
 // positionConst is n's constant for fastPosition, 0 for n < 2 (route.Position
@@ -333,9 +368,9 @@ func (c *cursor) skip(k int) {
 	c.moved += int32(k)
 }
 
-// done publishes the moves made after the claim.
+// done publishes the moves made after the claim (none for an own cursor).
 func (c *cursor) done() {
-	if c.claimed && c.moved != c.pub {
+	if c.claimed && c.moved != c.pub && c.idx != nil {
 		c.idx.Add(c.moved - c.pub)
 	}
 }

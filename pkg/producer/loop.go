@@ -131,7 +131,8 @@ const (
 //
 // Sync makes up to 1 + RetryTimes attempts, oneway one. From the second
 // attempt on, Next asks for a pick avoiding the previous attempt's broker
-// and (v5) resetting the index. Start records the picked broker, then stops
+// and (v5) resetting the index, and says what that attempt met
+// (latency.PickInfo.LastClass). Start records the picked broker, then stops
 // the send if more than Timeout has passed since it began (StopCallTimeout,
 // or StopAnswered when an earlier attempt was answered). Finish reports every
 // outcome on latency.PathSend (v5: answered, client and cancelled (false,
@@ -240,9 +241,10 @@ type Loop struct {
 	begun      time.Time // start of the current attempt
 	handedOver bool
 
-	answered bool
-	result   Result
-	lastErr  error
+	answered  bool
+	result    Result
+	lastErr   error
+	lastClass latency.Class // the class of the latest attempt's outcome
 
 	stop Stop
 	err  error
@@ -307,7 +309,7 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 	}
 	var pi latency.PickInfo
 	if l.attempts > 0 {
-		pi.LastBroker = l.broker
+		pi.LastBroker, pi.LastClass = l.broker, l.lastClass
 		if l.kind == KindAsync {
 			if l.p.rules.asyncRetryBudget && l.p.timeout-now.Sub(l.sendStart) <= 0 {
 				l.end()
@@ -412,6 +414,7 @@ func (l *Loop) decide(o *Outcome) decision {
 	}
 	l.phase = phaseNext
 	l.see(l.begun.Add(o.Elapsed))
+	l.lastClass = o.Class
 	if o.Class != latency.ClassAnswered {
 		l.lastErr = o.Err
 		if l.lastErr == nil {

@@ -67,8 +67,12 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 		if !ok {
 			t.Fatalf("step %d: Next() = false, want an attempt", i)
 		}
-		if pi != s.wantPick {
-			t.Errorf("step %d: Next() = %+v, want %+v", i, pi, s.wantPick)
+		want := s.wantPick
+		if i > 0 {
+			want.LastClass = steps[i-1].out.Class // a retry says what the attempt before met
+		}
+		if pi != want {
+			t.Errorf("step %d: Next() = %+v, want %+v", i, pi, want)
 		}
 		plan, ok := l.start(queue(s.broker), now)
 		if !ok {
@@ -81,11 +85,11 @@ func drive(t *testing.T, l *Loop, steps []loopStep, detector bool) time.Time {
 			l.dispatched(0)
 		}
 		d := l.finish(s.out)
-		want := s.wantUpdate
-		want.Broker, want.Latency = s.broker, s.out.Elapsed
+		wantUp := s.wantUpdate
+		wantUp.Broker, wantUp.Latency = s.broker, s.out.Elapsed
 		// The update the strategy's rules make of what the loop reports.
-		if got := latency.UpdateFor(l.p.mode, s.broker, d.Report, detector); got != want {
-			t.Errorf("step %d: Finish().Report = %+v: update %+v, want %+v", i, d.Report, got, want)
+		if got := latency.UpdateFor(l.p.mode, s.broker, d.Report, detector); got != wantUp {
+			t.Errorf("step %d: Finish().Report = %+v: update %+v, want %+v", i, d.Report, got, wantUp)
 		}
 		if d.Retry != s.wantRetry {
 			t.Errorf("step %d: Finish().Retry = %v, want %v", i, d.Retry, s.wantRetry)

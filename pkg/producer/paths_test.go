@@ -163,7 +163,7 @@ func TestPathsEveryClass(t *testing.T) {
 						calls = append(calls, s.report("A", first))
 					}
 					if end == retried {
-						in := latency.PickInfo{LastBroker: "A", ResetIndex: path.name == "sync" && mode == latency.ModeV5}
+						in := latency.PickInfo{LastBroker: "A", ResetIndex: path.name == "sync" && mode == latency.ModeV5, LastClass: tc.class}
 						again := latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathSend}
 						if path.name == "async" {
 							again.Path = latency.PathAsyncAnswer
@@ -259,9 +259,9 @@ func TestPathsSendStops(t *testing.T) {
 			gomock.InOrder(
 				s.pick(latency.PickInfo{}, "A"), s.send("A", ms(1), producer.Result{}, failed),
 				s.report("A", latency.Outcome{Class: latency.ClassTransportFailed, Path: latency.PathSend}),
-				s.pick(retryPick, "B"), s.send("B", ms(1), producer.Result{}, failed),
+				s.pick(retriedAfter(latency.ClassTransportFailed), "B"), s.send("B", ms(1), producer.Result{}, failed),
 				s.report("B", latency.Outcome{Class: latency.ClassTransportFailed, Path: latency.PathSend}),
-				s.pick(latency.PickInfo{LastBroker: "B", ResetIndex: true}, "C"), s.send("C", ms(1), producer.Result{}, failed),
+				s.pick(latency.PickInfo{LastBroker: "B", ResetIndex: true, LastClass: latency.ClassTransportFailed}, "C"), s.send("C", ms(1), producer.Result{}, failed),
 				s.report("C", latency.Outcome{Class: latency.ClassTransportFailed, Path: latency.PathSend}),
 			)
 			return context.Background()
@@ -272,7 +272,7 @@ func TestPathsSendStops(t *testing.T) {
 			gomock.InOrder(
 				s.pick(latency.PickInfo{}, "A"), s.send("A", s.p.Policy().Timeout()+ms(1), producer.Result{}, failed),
 				s.report("A", latency.Outcome{Class: latency.ClassTransportFailed, Path: latency.PathSend}),
-				s.pick(retryPick, "B"),
+				s.pick(retriedAfter(latency.ClassTransportFailed), "B"),
 			)
 			return context.Background()
 		}},
@@ -297,7 +297,7 @@ func TestPathsSendStops(t *testing.T) {
 				s.pick(latency.PickInfo{}, "A"),
 				s.send("A", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
 				s.report("A", busy),
-				s.pick(retryPick, "B"),
+				s.pick(retriedAfter(latency.ClassBusy), "B"),
 				s.send("B", ms(1), producer.Result{}, &producer.BrokerError{Code: latency.CodeSystemBusy, Remark: full}),
 				s.report("B", busy),
 				s.room.EXPECT().Room("B").Return(roomNowhere),

@@ -115,6 +115,13 @@ var (
 	sendPath  = latency.PathSend
 )
 
+// retriedAfter is a v5 sync retry's pick after broker A's attempt met class.
+func retriedAfter(class latency.Class) latency.PickInfo {
+	pi := retryPick
+	pi.LastClass = class
+	return pi
+}
+
 // TestSeamSyncReportsEveryClass checks, per mode, that what a Transport
 // returns reaches the strategy as one Outcome through the pick, with its
 // class (busy told from a broker error), code and remark, and that the send
@@ -168,6 +175,7 @@ func TestSeamSyncReportsEveryClass(t *testing.T) {
 				}
 				if retry {
 					pi := retryPick
+					pi.LastClass = tt.want.Class
 					if mode == latency.ModeV4 {
 						pi.ResetIndex = false // 4.9.8 never resets the index
 					}
@@ -212,10 +220,10 @@ func TestSeamAsyncPaths(t *testing.T) {
 		}),
 		s.send("A", ms(30), producer.Result{}, timeout),
 		s.report("A", latency.Outcome{Class: latency.ClassTransportTimeout, Path: latency.PathAsyncAnswer}),
-		s.pick(latency.PickInfo{LastBroker: "A"}, "B"),
+		s.pick(latency.PickInfo{LastBroker: "A", LastClass: latency.ClassTransportTimeout}, "B"),
 		s.send("B", ms(1), producer.Result{}, client),
 		s.report("B", latency.Outcome{Class: latency.ClassClient, Path: latency.PathAsyncResend}),
-		s.pick(latency.PickInfo{LastBroker: "B"}, "C"),
+		s.pick(latency.PickInfo{LastBroker: "B", LastClass: latency.ClassClient}, "C"),
 		s.send("C", ms(2), producer.Result{Status: producer.SendOK}, nil),
 		s.report("C", latency.Outcome{Class: latency.ClassAnswered, Path: latency.PathAsyncAnswer}),
 	)
