@@ -227,14 +227,17 @@ func TestPathsEveryClass(t *testing.T) {
 	}
 }
 
-// waitCallback waits for an async send's callback to close done. The
-// minute is a guard against a hang, not a timing: a mock call that failed on
-// the producer's goroutine ends that goroutine before the callback runs.
+// waitCallback waits for an async send's callback to close done. The ten
+// seconds are a guard against a hang, not a timing: a mock call that failed
+// on the producer's goroutine ends that goroutine before the callback runs,
+// and with a minute a handful of such failures ran the package into go
+// test's ten-minute timeout, which reports a goroutine dump instead of the
+// failed expectations.
 func waitCallback(t *testing.T, done <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the async callback never ran (a mock call failed on the producer's goroutine?)")
 	}
 }
