@@ -29,9 +29,9 @@ type Config struct {
 	// strategy's capacity model finds no other reachable broker for a retry
 	// (latency.Room.AttemptElsewhere), the attempt keeps all but one cap of
 	// what is left instead, and all of it when the model calls the broker
-	// the only room (latency.Room.Only) or its answers average the cap or
-	// more (latency.Room.Latency). 4.9.8 has
-	// no such setting: with a v4 strategy it is an mqfault extension.
+	// the only room (latency.Room.Only) or its answers average half the cap
+	// or more (latency.Room.Latency). 4.9.8 has no such setting: with a v4
+	// strategy it is an mqfault extension.
 	MaxTimeoutPerRequest time.Duration
 	// RetryAnotherBrokerWhenNotStoreOK makes a sync send whose answer is not
 	// SendOK try again on another broker (the answer is still returned if no

@@ -352,12 +352,16 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 			r = l.room.Room(q.BrokerName)
 		}
 		switch {
-		case r.Latency >= l.p.perRequest:
+		case 2*r.Latency >= l.p.perRequest:
 			// The broker answers, slowly: the cap would turn most of its
 			// answers into timeouts and their sends into retries, so the
-			// attempt keeps the whole budget. Timeouts add no sample, so
-			// the average of a broker that stops answering fades below
-			// the cap within a second or so.
+			// attempt keeps the whole budget. The threshold is half the
+			// cap because capped attempts see only the answers under the
+			// cap: their average stays below it however slow the broker
+			// is, and reaches half of it once most answers come near the
+			// cap. Timeouts add no sample, so the average of a broker
+			// that stops answering fades below half the cap within a
+			// second or so.
 		case r.AttemptElsewhere():
 			cur = l.p.perRequest
 		case r.Only():

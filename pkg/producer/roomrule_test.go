@@ -231,9 +231,9 @@ func TestLoopNoRoomRule(t *testing.T) {
 // (RoomModel) finds no other reachable broker for a retry: then the attempt
 // keeps all but one cap of the budget left (3 s budget, 1 s cap: 2 s, then
 // 1.99 s after a 10 ms failure), or, when the model calls the broker the
-// only room (latency.Room.Only), or the broker's answers average the cap or
-// more (latency.Room.Latency: the cap would cut most of them), the whole
-// budget left (3 s, then 2.99 s).
+// only room (latency.Room.Only), or the broker's answers average half the
+// cap or more (latency.Room.Latency: the cap would cut most of them), the
+// whole budget left (3 s, then 2.99 s).
 // A model that is off, and a strategy that is not a RoomModel, are capped
 // as the reference caps. The last attempt
 // gets what is left, never capped, and the model is not asked about it.
@@ -247,7 +247,8 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 		{"nowhere else", &roomCutOff, [2]time.Duration{2 * time.Second, 2*time.Second - 10*time.Millisecond}},
 		{"only room", &roomOnly, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
 		{"slow answers", &roomSlow, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
-		{"answers just under the cap", &roomFast, [2]time.Duration{time.Second, time.Second}},
+		{"answers at half the cap", &roomHalf, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
+		{"answers just under half the cap", &roomFast, [2]time.Duration{time.Second, time.Second}},
 		{"model off", &latency.Room{}, [2]time.Duration{time.Second, time.Second}},
 		{"not a RoomModel", nil, [2]time.Duration{time.Second, time.Second}},
 	} {
@@ -304,12 +305,17 @@ var (
 	// roomNowhere: the broker and the others, all reachable, have no room.
 	roomNowhere = latency.Room{Answering: true, Others: 2, Reachable: 2, Serving: 2}
 	// roomSlow: room elsewhere, but the broker's answers average the cap
-	// or more, which would cut most of them.
+	// (1 s in these tests) or more, which would cut most of them.
 	roomSlow = latency.Room{Here: true, Answering: true, Latency: time.Second,
 		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
+	// roomHalf: room elsewhere, the broker's answers average half the cap:
+	// capped answers are all under the cap, so an average of half of it
+	// already means most answers near the cap.
+	roomHalf = latency.Room{Here: true, Answering: true, Latency: 500 * time.Millisecond,
+		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
 	// roomFast: room elsewhere, the broker's answers average just under
-	// the cap.
-	roomFast = latency.Room{Here: true, Answering: true, Latency: time.Second - time.Millisecond,
+	// half the cap.
+	roomFast = latency.Room{Here: true, Answering: true, Latency: 500*time.Millisecond - time.Millisecond,
 		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
 	// roomCutOff: the other brokers are unreachable.
 	roomCutOff = latency.Room{Answering: true, Others: 2}

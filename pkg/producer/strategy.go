@@ -42,9 +42,10 @@ var _ Strategy = (*latency.Strategy)(nil)
 // has room and answers, its answers' average latency, and how many other
 // brokers are reachable, serving and with room. The loop decides by it:
 //   - before capping an attempt on broker by Config.MaxTimeoutPerRequest:
-//     an average latency at the cap or more leaves the attempt uncapped
-//     (the cap would cut most of its answers); else AttemptElsewhere: false means a retry would come back to broker, to a
-//     broker that is down, or to push-back, so the attempt keeps all but
+//     an average latency of half the cap or more leaves the attempt
+//     uncapped (the cap would cut most of its answers); else
+//     AttemptElsewhere: false means a retry would come back to broker, to
+//     a broker that is down, or to push-back, so the attempt keeps all but
 //     one cap of the budget, or the whole of it when broker is the only
 //     room (Only);
 //   - after the send's second busy answer whose remark says the broker's
