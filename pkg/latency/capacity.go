@@ -24,7 +24,10 @@ import (
 // backoff level and forgives none, and its latency is not recorded (the
 // fault table's latency and the duration table never see it). An answer
 // from a broker below full weight waited in its send queue: its latency is
-// load too, recorded but isolating nothing (queued).
+// load too, recorded but isolating nothing (queued). A timeout on a broker
+// that answered another send while the attempt waited leaves it reachable,
+// and when the other brokers serving have no room it is slowness, not
+// failure: isolated as an answer that late would be (slow).
 //
 // The weight decides the broker's share of picks. A pick of the cascade's
 // first stage (a first attempt, or a retry) lands, by round robin, on
@@ -99,7 +102,8 @@ var capacityPolicy = policyKind{
 				rec = DefaultCapacityRecovery
 			}
 			recU := max(int64(rec)>>stampShift, 1)
-			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p}
+			m := &capacityModel{decrease: cc.Decrease, recU: recU, rateQ: uint64(weightScale) << 32 / uint64(recU), pol: p,
+				failureLatency: specOf(c.Mode).isolationLatency}
 			p.capacity = m
 			p.outcomes = append(p.outcomes, m)
 		}
@@ -119,6 +123,8 @@ type capacityModel struct {
 	recU     int64     // Capacity.Recovery in stamp units: from 0 to full weight
 	rateQ    uint64    // weight units regained per stamp unit, times 2^32
 	pol      *policies // the strategy's policies: the isolation hook a queued answer's update passes on
+
+	failureLatency time.Duration // the mode's latency charged for a failure (slow)
 
 	stallHeld atomic.Int64 // table time the latest stall isolation ends (stall.go)
 }
@@ -242,8 +248,8 @@ func (m *capacityModel) pushBack(c *brokerCapacity, u int64) (lostRoom bool) {
 // its reachability stays as it was. A push-back that leaves the broker
 // without room bumps the table's isolation epoch: the isolation cap counts
 // brokers without room (noRoomCounts). An answer from a broker below full
-// weight is queued, and the model makes its update too (queued). Other
-// classes go to the mode's rules.
+// weight is queued, and a timeout on a broker that answered while the
+// attempt waited is slow: the model makes their updates too (queued, slow). Other classes go to the mode's rules.
 func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	sl := a.slot
 	if o.Class == ClassAnswered && !o.Pending && o.Path != PathAsyncResend && sl != nil {
@@ -252,6 +258,11 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 		sl.cap.answered.Store(now)
 		if st := sl.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
 			return m.queued(a, o), true
+		}
+	}
+	if o.Class == ClassTransportTimeout && !o.Pending && o.Path != PathAsyncResend && sl != nil {
+		if now := a.table.seen(); sl.cap.answeredSince(now - int64(max(o.Latency, 0)) + 1) {
+			return m.slow(a, o, now), true
 		}
 	}
 	if !o.Class.pushBack() {
@@ -295,6 +306,49 @@ func (m *capacityModel) queued(a attempt, o Outcome) FaultUpdate {
 	t := a.table.t
 	t.updateSlot(a.slot, lat, 0, true, ReasonLatency, m.pol.isolation)
 	return FaultUpdate{Broker: a.broker, Latency: lat, Reachable: true}
+}
+
+// slow is the fault update of a timeout on a broker that answered another
+// send while the attempt waited (its last answer is after the attempt's
+// start): the broker is slow, not down. A broker that stops
+// answering (down, blackholed, frozen) answers nothing after an attempt's
+// start, so its timeouts go to the mode's rules. The mode's rules would
+// mark it unreachable (with the detector on), and reachable first would
+// then keep every first attempt off it, and the cap and the model's room
+// would count it out, until a probe answered; but a broker that answers is
+// reachable, so slow keeps it so. The isolation depends on the room around
+// it (Room):
+//   - other brokers serve and none has room (the cluster is full, not
+//     broken): the timeout is taken as an answer as late as the attempt
+//     waited, isolated as the duration table isolates for that latency (a
+//     latency isolation, which the isolation cap releases before a
+//     failure's and which raises no backoff level), or, from a broker below
+//     full weight, not at all (queued). A per-attempt cap (producer's
+//     MaxTimeoutPerRequest) cuts a slow broker's tail into timeouts, and
+//     isolated as failed, the slow broker, which still stores messages,
+//     was held out while the others refused what it could have taken;
+//   - otherwise the failure's isolation, as the mode's rules give it: where
+//     another broker has room the sends have somewhere better to go, and
+//     where none other serves the slow broker is picked anyway.
+func (m *capacityModel) slow(a attempt, o Outcome, now int64) FaultUpdate {
+	lat := max(o.Latency, 0)
+	u := FaultUpdate{Broker: a.broker, Latency: lat, Isolation: true, Reachable: true}
+	d, reason, bo := a.table.isolation(m.failureLatency), ReasonFailure, m.pol.isolation
+	if r := a.table.t.room(m, a.broker, now); r.Serving > 0 && r.ServingRoom == 0 {
+		u.Isolation, reason = false, ReasonLatency
+		d = a.table.isolation(lat)
+		if st := a.slot.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
+			d = 0
+		}
+		if d == 0 {
+			bo = nil // a timeout forgives no backoff level
+		}
+	}
+	t := a.table.t
+	if r, ok := t.updateSlot(a.slot, lat, d, true, reason, bo); ok && t.obs != nil {
+		t.obs.OnIsolate(t.event(a.broker, reason, lat, r))
+	}
+	return u
 }
 
 // noRoom reports whether broker slot sl is without room (weight below

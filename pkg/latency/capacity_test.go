@@ -1055,3 +1055,112 @@ func (s *seededRandom) Int32n(n int32) int32 {
 	defer s.mu.Unlock()
 	return s.r.Int32N(n)
 }
+
+// TestCapacitySlowNotDown: a timeout on a broker that answered another send
+// while the attempt waited leaves the broker reachable: it answers. When
+// the other brokers serve but none has room (each pushed back below half
+// weight) it is slowness, not a failure: the broker is isolated as an
+// answer that late would be (the v5 table: 2 s for 1 s, 6 s for 3 s), not
+// for a failure's 10 s, and from a broker below full weight not at all
+// (its sends queue): the cluster needs the slow broker's room then. While
+// another broker has room, or none other serves (they are down), it is
+// isolated for a failure's 10 s. A timeout on a broker whose last answer
+// came before the attempt started (down, blackholed, frozen) is a failure
+// as the reference has it: isolated and, with the detector, unreachable.
+// Each isolation is reported to the Observer with its reason.
+func TestCapacitySlowNotDown(t *testing.T) {
+	timeout := func(d time.Duration) latency.Outcome {
+		return latency.Outcome{Class: latency.ClassTransportTimeout, Latency: d}
+	}
+	const failure = 10 * time.Second
+	tests := []struct {
+		name      string
+		others    string        // the other brokers: "room", "full" (pushed back below half weight) or "down"
+		pushed    bool          // the broker itself pushed back just before its answer
+		answerAgo time.Duration // its last answer, before the timeout is reported
+		wait      time.Duration // the timed-out attempt's latency
+		isolated  time.Duration // how long it is isolated for (0: not at all)
+		reachable bool
+		reason    latency.Reason // the isolation event's
+	}{
+		{"answered while waiting, 1 s", "full", false, 500 * time.Millisecond, time.Second, 2 * time.Second, true, latency.ReasonLatency},
+		{"answered while waiting, 3 s", "full", false, 2 * time.Second, 3 * time.Second, 6 * time.Second, true, latency.ReasonLatency},
+		{"answered just after the attempt started", "full", false, time.Second - time.Millisecond, time.Second, 2 * time.Second, true, latency.ReasonLatency},
+		{"answered as the attempt started", "full", false, time.Second, time.Second, failure, false, latency.ReasonFailure},
+		{"queueing broker", "full", true, 500 * time.Millisecond, time.Second, 0, true, ""},
+		{"room elsewhere", "room", false, 500 * time.Millisecond, time.Second, failure, true, latency.ReasonFailure},
+		{"no other serving", "down", false, 500 * time.Millisecond, time.Second, failure, true, latency.ReasonFailure},
+		{"silent since before the attempt", "full", false, 1500 * time.Millisecond, time.Second, failure, false, latency.ReasonFailure},
+		{"silent, pushed back before", "full", true, 1500 * time.Millisecond, time.Second, failure, false, latency.ReasonFailure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &isolationReasons{}
+			r := newPresetRigWith(t, []latency.Option{latency.WithObserver(obs)}, 4, 1)
+			on := func(broker string, o latency.Outcome) {
+				q := route.MessageQueue{Topic: "T", BrokerName: broker}
+				r.s.Report(latency.Pick{Queue: &q, Stage: latency.StageAvailable, Reporter: r.s}, o)
+			}
+			if tt.pushed {
+				on("b1", pushedBack())
+			}
+			on("b1", answered(time.Millisecond))
+			r.clock.Advance(tt.answerAgo)
+			for _, b := range []string{"b0", "b2", "b3"} {
+				switch tt.others {
+				case "full":
+					for range 3 {
+						on(b, pushedBack())
+					}
+				case "down":
+					on(b, latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond})
+				}
+			}
+			on("b1", timeout(tt.wait))
+			if got := obs.of("b1"); tt.reason == "" && len(got) != 0 || tt.reason != "" && !slices.Equal(got, []latency.Reason{tt.reason}) {
+				t.Errorf("b1's isolation events: %v, want reason %q", got, tt.reason)
+			}
+			tab := r.s.Table()
+			if got := tab.IsReachable("b1"); got != tt.reachable {
+				t.Errorf("IsReachable(b1) = %v, want %v", got, tt.reachable)
+			}
+			if tt.isolated == 0 {
+				if !tab.IsAvailable("b1") {
+					t.Errorf("b1 isolated, want not: %+v", tab.Items())
+				}
+				return
+			}
+			r.clock.Advance(tt.isolated - time.Millisecond)
+			if tab.IsAvailable("b1") {
+				t.Errorf("b1 available %v after the timeout, want isolated for %v", tt.isolated-time.Millisecond, tt.isolated)
+			}
+			r.clock.Advance(2 * time.Millisecond)
+			if !tab.IsAvailable("b1") {
+				t.Errorf("b1 isolated %v after the timeout, want %v: %+v", tt.isolated+time.Millisecond, tt.isolated, tab.Items())
+			}
+		})
+	}
+}
+
+// isolationReasons records the reason of every isolation event, by broker.
+type isolationReasons struct {
+	latency.NopObserver
+	mu      sync.Mutex // guards reasons
+	reasons map[string][]latency.Reason
+}
+
+func (o *isolationReasons) OnIsolate(ev latency.IsolationEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.reasons == nil {
+		o.reasons = map[string][]latency.Reason{}
+	}
+	o.reasons[ev.Broker] = append(o.reasons[ev.Broker], ev.Reason)
+}
+
+// of returns the reasons of broker's isolation events so far.
+func (o *isolationReasons) of(broker string) []latency.Reason {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.reasons[broker])
+}
