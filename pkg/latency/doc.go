@@ -35,8 +35,9 @@
 //   - policy.go (the registry of the policies past the reference, their
 //     hooks), then each policy's file: isolationcap.go, backoff.go,
 //     recovery.go, trial.go (the send trial), capacity.go (the capacity
-//     model) and stall.go (its stalled brokers); POLICIES.md says why each
-//     is there and what it measured;
+//     model's weights; capacityoutcome.go, what outcomes do to them and to
+//     the table; share.go, how they move picks) and stall.go (its stalled
+//     brokers); POLICIES.md says why each is there and what it measured;
 //   - detector.go (rounds of probes of isolated brokers; the probe contract,
 //     ServiceDetector, is package probe's, checked by probetest);
 //   - observer.go (what a strategy reports), stagecount.go (picks counted by
