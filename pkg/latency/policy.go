@@ -208,7 +208,10 @@ type policies struct {
 	// reachFirst makes the v5 cascade's first stage take only brokers
 	// that are available and reachable (reachableFirstPolicy), but for a
 	// send trial (trial.go) to an unreachable broker nothing isolates at
-	// most once every trialGap (table time).
+	// most once every trialGap (table time). reachFirst is trialGap > 0
+	// (DetectInterval is always positive), kept as a field: a method in
+	// its place takes cascade5.reachOK over the inlining budget
+	// (TestPickFastPathInlines).
 	reachFirst bool
 	trialGap   int64
 }
