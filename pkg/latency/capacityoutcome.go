@@ -18,7 +18,7 @@ func (m *capacityModel) report(a attempt, o Outcome) (FaultUpdate, bool) {
 		now := a.table.seen()
 		sl.cap.observe(now, o.Latency)
 		sl.cap.answered.Store(now)
-		if st := sl.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
+		if m.belowFull(sl, a.table.units(now)) {
 			return m.queued(a, o), true
 		}
 	}
@@ -99,7 +99,7 @@ func (m *capacityModel) slow(a attempt, o Outcome, now int64) FaultUpdate {
 	if r := a.table.t.room(m, a.broker, now); r.Serving > 0 && r.ServingRoom == 0 {
 		u.Isolation, reason = false, ReasonLatency
 		d = a.table.isolation(lat)
-		if st := a.slot.cap.state.Load(); st != 0 && m.weightQ(st, a.table.units(now)) < weightScale {
+		if m.belowFull(a.slot, a.table.units(now)) {
 			d = 0
 		}
 		if d == 0 {
@@ -111,4 +111,12 @@ func (m *capacityModel) slow(a attempt, o Outcome, now int64) FaultUpdate {
 		t.obs.OnIsolate(t.event(a.broker, reason, lat, r))
 	}
 	return u
+}
+
+// belowFull reports whether broker slot sl is below full weight at u
+// (stamp units): it pushed back within Capacity.Recovery, so what it
+// answers late waited in its send queue (queued, slow).
+func (m *capacityModel) belowFull(sl *slot, u int64) bool {
+	st := sl.cap.state.Load()
+	return st != 0 && m.weightQ(st, u) < weightScale
 }

@@ -265,7 +265,8 @@ func (b *binding) cursor(info *route.PublishInfo) cursor {
 // a broker's queues take, one per queue a cycle, have consecutive numbers,
 // so a draw from the number (the capacity model's second candidate)
 // follows a low-discrepancy sequence for them, where one from v would step
-// by the route's length. Integer arithmetic, no division: the pick path.
+// by the route's length. Integer arithmetic, with no division on a route
+// of two or more queues (the only ones share draws for): the pick path.
 func (b *binding) draw(v int32, p int, br int32) int32 {
 	u := uint64(uint32(v) & route.PositiveMask)
 	var cyc uint64

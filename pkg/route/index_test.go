@@ -80,26 +80,14 @@ func TestIndexReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctrl := gomock.NewController(t)
-			src := mocks.NewMockRandomSource(ctrl)
-			gomock.InOrder(
-				src.EXPECT().Int32().Return(int32(99)),
-				src.EXPECT().Int32n(int32(math.MaxInt32)).Return(tt.drawn),
-			)
-			x := route.NewIndex(src)
+			x := drawingIndex(t, tt.drawn)
 			x.Reset()
 			if got := x.Load(); got != tt.want {
 				t.Errorf("Reset() stored %d, want %d", got, tt.want)
 			}
 		})
 		t.Run(tt.name+"/draw", func(t *testing.T) {
-			ctrl := gomock.NewController(t)
-			src := mocks.NewMockRandomSource(ctrl)
-			gomock.InOrder(
-				src.EXPECT().Int32().Return(int32(99)),
-				src.EXPECT().Int32n(int32(math.MaxInt32)).Return(tt.drawn),
-			)
-			x := route.NewIndex(src)
+			x := drawingIndex(t, tt.drawn)
 			if got := x.Draw(); got != tt.want {
 				t.Errorf("Draw() = %d, want %d (what Reset would store)", got, tt.want)
 			}
@@ -208,4 +196,16 @@ func TestIndexConcurrent(t *testing.T) {
 	if got := x.Load(); got != goroutines*each {
 		t.Errorf("Load() after %d Next calls = %d", goroutines*each, got)
 	}
+}
+
+// drawingIndex is an index whose source starts it at 99 and then draws
+// drawn once (Reset's or Draw's draw).
+func drawingIndex(t *testing.T, drawn int32) *route.Index {
+	t.Helper()
+	src := mocks.NewMockRandomSource(gomock.NewController(t))
+	gomock.InOrder(
+		src.EXPECT().Int32().Return(int32(99)),
+		src.EXPECT().Int32n(int32(math.MaxInt32)).Return(drawn),
+	)
+	return route.NewIndex(src)
 }
