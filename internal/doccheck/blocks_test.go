@@ -3,6 +3,7 @@ package doccheck
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +22,9 @@ import (
 //
 //	<!-- output: mqfault ARGS -->  its lines are a contiguous run of what `mqfault ARGS`,
 //	                               run from the repository's root, prints on stdout
-//	                               (trailing spaces aside)
+//	                               (trailing spaces aside); it must exit 0, or N when
+//	                               the marker is <!-- output (exit N): mqfault ARGS -->
+//	                               (a verdict the command reports by its status)
 //	<!-- synopsis -->              lines "mqfault COMMAND [flags]" (indented lines go on
 //	                               the line before): each names exactly the flags that
 //	                               `mqfault help COMMAND` lists
@@ -128,17 +132,27 @@ func mqfault(t *testing.T) string {
 }
 
 // run runs mqfault with args from the repository's root and returns its stdout.
-func run(t *testing.T, args ...string) string {
+// The command must exit with status want.
+func run(t *testing.T, want int, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(mqfault(t), args...)
 	cmd.Dir = repoRoot(t)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mqfault %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil && want == 0:
+	case errors.As(err, &exit) && exit.ExitCode() == want && want != 0:
+	default:
+		t.Fatalf("mqfault %s: %v, want exit status %d\n%s", strings.Join(args, " "), err, want, stderr.String())
 	}
 	return stdout.String()
 }
+
+// outputKindRE parses an output marker's kind: "output" (exit 0) or
+// "output (exit N)".
+var outputKindRE = regexp.MustCompile(`^output(?:\s*\(exit (\d+)\))?$`)
 
 func TestPlainBlocks(t *testing.T) {
 	root := repoRoot(t)
@@ -147,7 +161,15 @@ func TestPlainBlocks(t *testing.T) {
 		where := fmt.Sprintf("%s:%d", b.file, b.line)
 		kind, arg, _ := strings.Cut(b.marker, ":")
 		arg = strings.TrimSpace(arg)
-		switch strings.TrimSpace(kind) {
+		kind = strings.TrimSpace(kind)
+		want := 0
+		if m := outputKindRE.FindStringSubmatch(kind); m != nil {
+			kind = "output"
+			if m[1] != "" {
+				want, _ = strconv.Atoi(m[1])
+			}
+		}
+		switch kind {
 		case "output":
 			args := strings.Fields(arg)
 			if len(args) == 0 || args[0] != "mqfault" {
@@ -156,7 +178,7 @@ func TestPlainBlocks(t *testing.T) {
 			}
 			out, ok := outputs[arg]
 			if !ok {
-				out = run(t, args[1:]...)
+				out = run(t, want, args[1:]...)
 				outputs[arg] = out
 			}
 			if !containsRun(lines(out), b.lines) {
@@ -262,7 +284,7 @@ var helpFlagRE = regexp.MustCompile(`^\s+(--?[a-z][a-z0-9-]*)`)
 func helpFlags(t *testing.T, command string) map[string]bool {
 	t.Helper()
 	flags := map[string]bool{}
-	for _, l := range lines(run(t, "help", command)) {
+	for _, l := range lines(run(t, 0, "help", command)) {
 		if m := helpFlagRE.FindStringSubmatch(l); m != nil {
 			flags[m[1]] = true
 		}
