@@ -15,7 +15,7 @@ import (
 // benchRoute builds brokers x queues with every broker holding a fault item
 // (as after real traffic) and isolated of them isolated, spread evenly.
 // change, if given, adjusts the configuration.
-func benchRoute(b *testing.B, mode Mode, brokers, queues, isolated int, change ...func(*Config)) (*Strategy, *route.PublishInfo) {
+func benchRoute(b testing.TB, mode Mode, brokers, queues, isolated int, change ...func(*Config)) (*Strategy, *route.PublishInfo) {
 	b.Helper()
 	cfg := Reference5()
 	if mode == ModeV4 {
@@ -84,13 +84,19 @@ func withPolicies(c *Config) {
 func pushedBackAll(c *Config) { c.Capacity.Recovery = time.Hour }
 func pushedBackOne(c *Config) { c.Capacity.Recovery = time.Hour - 1 }
 
+// noRoomAll is pushedBackAll with one push-back taking a broker below half
+// weight: no broker has room, so the isolation cap binds.
+func noRoomAll(c *Config) { c.Capacity.Recovery, c.Capacity.Decrease = time.Hour, 0.25 }
+
 var selectCases = []selectCase{
 	{"v5/16x4/isolated=0", ModeV5, 16, 4, 0, nil},
 	{"v5/16x4/isolated=4", ModeV5, 16, 4, 4, nil},
 	{"v5/1024x4/isolated=922", ModeV5, 1024, 4, 922, nil},
 	{"v4/16x4/isolated=4", ModeV4, 16, 4, 4, nil},
-	// The policies on: at 4 of 16 isolated the cap (8) does not bind, at 12
-	// it keeps 4 of them in service.
+	// The policies on: at 4 of 16 isolated the cap does not bind; at 12
+	// neither while the 4 left have room (under the capacity model the cap
+	// binds only for want of room), and with no room anywhere it keeps 8
+	// of them in service (a limit of 8 less the 4 without room).
 	{"v5/16x4/isolated=4/policies", ModeV5, 16, 4, 4, []func(*Config){withPolicies}},
 	// The preset's whole pick as the producer makes it, one broker of the
 	// 16 below full weight after a push-back (its picks weigh a second
@@ -100,6 +106,7 @@ var selectCases = []selectCase{
 	{"v5/16x4/isolated=4/preset/pushed-back", ModeV5, 16, 4, 4, []func(*Config){withPolicies, pushedBackAll}},
 	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
 	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
+	{"v5/16x4/isolated=12/policies/no-room", ModeV5, 16, 4, 12, []func(*Config){withPolicies, noRoomAll}},
 	// Every broker isolated (a cluster-wide outage): each pass of the
 	// cascade finds nothing, and the pick must cost what a healthy one does.
 	{"v5/16x4/isolated=16", ModeV5, 16, 4, 16, nil},

@@ -227,8 +227,9 @@ func TestCapacityRoomNeverIdle(t *testing.T) {
 }
 
 // TestCapacityFailureStillIsolates: failures isolate as the reference
-// does, within the isolation cap (at most half of the route avoided), and
-// busy answers do not count toward it.
+// does, all three of four while the broker left has room, and within the
+// isolation cap (at most half of the route avoided, less the brokers in
+// service without room) once it pushed back.
 func TestCapacityFailureStillIsolates(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -247,8 +248,14 @@ func TestCapacityFailureStillIsolates(t *testing.T) {
 					t.Errorf("%s available after %v", b, tt.outcome.Class)
 				}
 			}
-			if rel := r.s.Released(r.info); len(rel) != 1 {
-				t.Errorf("Released = %v with 3 of 4 failed, want the cap to keep one in service", rel)
+			if rel := r.s.Released(r.info); len(rel) != 0 {
+				t.Errorf("Released = %v with 3 of 4 failed and b3 with room, want none", rel)
+			}
+			for range 3 { // a weight of 0.42
+				pushOnce(t, r, "b3")
+			}
+			if rel := r.s.Released(r.info); len(rel) != 2 {
+				t.Errorf("Released = %v with 3 of 4 failed and b3 without room, want the cap to keep two in service (a limit of two less b3)", rel)
 			}
 		})
 	}
@@ -789,6 +796,33 @@ func TestCapacityCapCountsNoRoom(t *testing.T) {
 	r.s.Table().Update("b3", 2*time.Second, time.Minute, true) // an isolation change: the view is recomputed
 	if rel := r.s.Released(r.info); len(rel) != 0 {
 		t.Errorf("released %v once the others have room again, want none", rel)
+	}
+}
+
+// TestCapacityCapBindsOnlyWhenShort: under the capacity model the isolation
+// cap keeps an isolated broker in service only for want of room. Three of
+// four brokers isolated (one slow, two failing) while b0, the one left,
+// has room: the cap releases none of them, so no pick meets a broker the
+// table isolates. Once b0 pushed back below half weight, the cap binds at
+// its fraction less the brokers without room: of a limit of two, one is
+// left, and the two least bad (the slow one first) are back in service.
+func TestCapacityCapBindsOnlyWhenShort(t *testing.T) {
+	r := newPresetRig(t, 4, 1, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
+	r.s.Report(pickOf(t, r, "b1"), answered(2*time.Second))
+	r.s.Table().Update("b2", time.Millisecond, time.Minute, false)
+	r.s.Table().Update("b3", time.Millisecond, 2*time.Minute, false)
+	if rel := r.s.Released(r.info); len(rel) != 0 {
+		t.Fatalf("released %v while b0, in service, has room, want none", rel)
+	}
+	counts := r.run(t, 100, 100*time.Millisecond, func(string) latency.Outcome { return answered(time.Millisecond) })
+	if counts["b0"] != 100 {
+		t.Errorf("picks with b0 the only broker not isolated and with room: %v, want all 100 on b0", counts)
+	}
+	for range 3 { // a weight of 0.42
+		pushOnce(t, r, "b0")
+	}
+	if rel := r.s.Released(r.info); !slices.Equal(rel, []string{"b1", "b2"}) {
+		t.Errorf("released %v with b0 without room, want [b1 b2] (the slow one, then the shorter isolation)", rel)
 	}
 }
 

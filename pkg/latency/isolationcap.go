@@ -61,7 +61,7 @@ func capLimit(frac float64, n int) int {
 var isolationCapPolicy = policyKind{
 	name: "isolation cap", ablation: "isolation-cap",
 	knobs: []PolicyKnob{
-		settingKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; 0 is off (v5)",
+		settingKnob("max_isolated_fraction", "0.5", "isolation cap: at most this share of a route's brokers avoided at once (at least one), the least bad kept in service; under the capacity model only while a broker in service has no room; 0 is off (v5)",
 			func(c *Config) **IsolationCapConfig { return &c.IsolationCap }, func(s *IsolationCapConfig) *float64 { return &s.MaxFraction }),
 	},
 	on: func(c Config) bool { return capFraction(c) > 0 },
@@ -227,12 +227,16 @@ func (c *capState) fill(v *capView) {
 	v.nRel.Store(nRel)
 }
 
-// noRoomCounts is how many isolated brokers the cap lets picks avoid: its
-// limit less the brokers the capacity model finds without room and nothing
-// isolates. The capacity model's share already moves picks off a broker
-// without room, so it is avoided as much as an isolated one; with it
-// counted, when push-back leaves no room among the brokers in service, the
-// cap keeps the isolated brokers that may have room (a slow broker that
+// noRoomCounts is how many isolated brokers the cap lets picks avoid. Without
+// the capacity model it is the cap's limit. With the model, the cap binds
+// only for want of room: while every broker nothing isolates has room, it
+// is all brokers but one (the least bad of all isolated stays in service),
+// since an isolated broker kept in service then only costs the picks it
+// fails or slows; once some of them are without room, it is the limit less
+// those brokers. The capacity model's share already moves picks off a
+// broker without room, so it is avoided as much as an isolated one; with
+// it counted, when push-back leaves no room among the brokers in service,
+// the cap keeps the isolated brokers that may have room (a slow broker that
 // answers) in service rather than send every pick where it is refused. The
 // model bumps the table's epoch when a broker loses its room, so the view
 // is recomputed; stale is the earliest table time a broker counted has room
@@ -243,16 +247,20 @@ func (c *capState) noRoomCounts() (limit int, stale int64) {
 	if c.noRoom == nil {
 		return limit, stale
 	}
+	short := 0 // brokers in service without room
 	for _, s := range c.slots {
 		if s.isolated.Load() {
 			continue
 		}
 		if none, back := c.noRoom(s); none {
-			limit--
+			short++
 			stale = min(stale, back)
 		}
 	}
-	return max(limit, 0), stale
+	if short == 0 {
+		return len(c.slots) - 1, stale
+	}
+	return max(limit-short, 0), stale
 }
 
 // rankKey is what the cap ranks an isolated broker by.
