@@ -107,6 +107,7 @@ var selectCases = []selectCase{
 	{"v5/16x4/isolated=12", ModeV5, 16, 4, 12, nil},
 	{"v5/16x4/isolated=12/policies", ModeV5, 16, 4, 12, []func(*Config){withPolicies}},
 	{"v5/16x4/isolated=12/policies/no-room", ModeV5, 16, 4, 12, []func(*Config){withPolicies, noRoomAll}},
+	{"v5/1024x4/isolated=922/policies/no-room", ModeV5, 1024, 4, 922, []func(*Config){withPolicies, noRoomAll}},
 	// Every broker isolated (a cluster-wide outage): each pass of the
 	// cascade finds nothing, and the pick must cost what a healthy one does.
 	{"v5/16x4/isolated=16", ModeV5, 16, 4, 16, nil},

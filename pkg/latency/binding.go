@@ -24,6 +24,9 @@ type binding struct {
 	// cap is the isolation cap's state for this route (isolationcap.go); nil when
 	// the cap is off or cannot bind (too few brokers).
 	cap *capState
+	// room caches whether brokers the first stage takes have room
+	// (roomcache.go).
+	room roomCache
 
 	// v4's least-bad pick answers queues that may not be in the route's
 	// list; they are made once per broker and kept here: per broker of the

@@ -261,6 +261,18 @@ func (m *capacityModel) roomBackAt(t *FaultTable, sl *slot) int64 {
 	return t.wall0 + (int64(st&stampMask)+el+1)<<stampShift
 }
 
+// roomUnit is the first stamp unit at which word st's weight is
+// roomWeight or more by its climb alone (weightQ, exactly): its stamp when
+// it has room there already.
+func (m *capacityModel) roomUnit(st uint64) int64 {
+	stamp, w := int64(st&stampMask), st>>stampBits
+	if st == 0 || w >= roomWeight {
+		return stamp
+	}
+	el := int64(((roomWeight-w)<<32 + m.rateQ - 1) / m.rateQ)
+	return stamp + max(min(el, m.recU), 1)
+}
+
 // Weight returns broker's capacity weight now: 1 at full capacity (or the
 // model off), lower for a while after it pushed back. Concurrency-safe.
 func (s *Strategy) Weight(broker string) float64 {

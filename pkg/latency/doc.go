@@ -36,7 +36,8 @@
 //     hooks), then each policy's file: isolationcap.go, backoff.go,
 //     recovery.go, trial.go (the send trial), capacity.go (the capacity
 //     model's weights; capacityoutcome.go, what outcomes do to them and to
-//     the table; share.go, how they move picks) and stall.go (its stalled
+//     the table; share.go, how they move picks; roomcache.go, which
+//     brokers the first stage takes have room) and stall.go (its stalled
 //     brokers); POLICIES.md says why each is there and what it measured;
 //   - detector.go (rounds of probes of isolated brokers; the probe contract,
 //     ServiceDetector, is package probe's, checked by probetest);

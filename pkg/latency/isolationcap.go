@@ -116,6 +116,7 @@ type capState struct {
 	positions [][]int32                     // per broker of the route, its queue positions
 	durations *atomic.Pointer[durationsBox] // the strategy's, to grade latencies
 	busy      atomic.Bool
+	fills     uint64 // fills made, guarded by busy
 	view      atomic.Pointer[capView]
 	bufs      [2]capView
 	ranks     []rankKey // guarded by busy
@@ -129,6 +130,7 @@ type capState struct {
 // as of one table epoch, until table time stale at the latest (when a
 // broker it counted as without room has room again).
 type capView struct {
+	gen      atomic.Uint64 // which fill of the cap's state made it, from 1 (roomCache)
 	epoch    atomic.Uint64
 	stale    atomic.Int64
 	released []atomic.Bool // per broker of the route
@@ -177,6 +179,8 @@ func (c *capState) recompute(t *FaultTable) *capView {
 		nv = &c.bufs[1]
 	}
 	c.fill(nv)
+	c.fills++
+	nv.gen.Store(c.fills)
 	nv.epoch.Store(e)
 	c.view.Store(nv)
 	c.busy.Store(false)

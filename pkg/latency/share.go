@@ -113,27 +113,6 @@ func latencyScaled(wp uint64, lp, lq int64) uint64 {
 	return wp
 }
 
-// roomElsewhere reports whether a broker other than broker and last has
-// room (weight at least roomWeight), is reachable, and is not isolated
-// (or, unless strict, is one the cap releases). Only a pick on a broker
-// without room asks it: no lock, no allocation, no clock read.
-func (c5 cascade5) roomElsewhere(b *binding, v *capView, broker int32, last int32, strict bool, u int64) bool {
-	m := c5.s.policies.capacity
-	for i := range b.entries {
-		e := &b.entries[i]
-		if e.broker == broker || e.broker == last || !e.s.reachable.Load() {
-			continue
-		}
-		if e.s.isolated.Load() && (strict || !v.releases(e.broker)) {
-			continue
-		}
-		if m.weightQ(e.s.cap.state.Load(), u) >= roomWeight {
-			return true
-		}
-	}
-	return false
-}
-
 // shareHash spreads the index value over 32 bits (a multiply and a
 // xorshift, independent of partner's multiplier), so consecutive index
 // values draw fractions spread over [0, 1).
