@@ -23,7 +23,12 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 		b = s.bindTopic(info)
 	}
 	var v *capView
-	if b.cap != nil { // capState.current, by hand: too big to inline
+	// capState.current, by hand (too big to inline), but on an epoch change
+	// only: a view that keeps isolated brokers in service for want of room
+	// holds on first attempts until the next isolation change, not only
+	// until its stale time, when a broker it counted has room again by its
+	// weight's climb (POLICIES.md, "Isolation cap").
+	if b.cap != nil {
 		if v = b.cap.view.Load(); v.epoch.Load() != s.table.epoch.Load() {
 			v = b.cap.recompute(s.table)
 		}
