@@ -250,15 +250,11 @@ func (m *capacityModel) noRoom(sl *slot, u int64) bool {
 	return m.weightQ(sl.cap.state.Load(), u) < roomWeight
 }
 
-// roomBackAt is the table time at which broker slot sl, without room, has
-// room again by its weight's climb alone, if it pushes back no more.
+// roomBackAt is a table time by which broker slot sl, without room, has
+// room again by its weight's climb alone, if it pushes back no more: the
+// start of the stamp unit after roomUnit's.
 func (m *capacityModel) roomBackAt(t *FaultTable, sl *slot) int64 {
-	st := sl.cap.state.Load()
-	el := m.recU
-	if w := st >> stampBits; w < roomWeight {
-		el = min(int64(((roomWeight-w)<<32+m.rateQ-1)/m.rateQ), el)
-	}
-	return t.wall0 + (int64(st&stampMask)+el+1)<<stampShift
+	return t.wall0 + (m.roomUnit(sl.cap.state.Load())+1)<<stampShift
 }
 
 // roomUnit is the first stamp unit at which word st's weight is
