@@ -2,8 +2,6 @@ package doccheck
 
 import (
 	"bytes"
-	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -34,40 +32,20 @@ func TestBenchmarkNames(t *testing.T) {
 	root := repoRoot(t)
 	declared := map[string][]string{} // function -> the package directories declaring it
 	refs := map[string][]string{}     // "Function/sub" or "Function" -> where named
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		switch {
-		case strings.HasSuffix(path, "_test.go"):
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for _, m := range benchDeclRE.FindAllSubmatch(b, -1) {
-				if d := filepath.Dir(path); !slices.Contains(declared[string(m[1])], d) {
+	eachFile(t, root, false, func(rel string, text []byte) {
+		if strings.HasSuffix(rel, "_test.go") {
+			for _, m := range benchDeclRE.FindAllSubmatch(text, -1) {
+				if d := filepath.Join(root, filepath.Dir(rel)); !slices.Contains(declared[string(m[1])], d) {
 					declared[string(m[1])] = append(declared[string(m[1])], d)
 				}
 			}
-		case strings.HasSuffix(path, ".md"):
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			for _, m := range benchRefRE.FindAllSubmatch(b, -1) {
-				name := string(m[1]) + string(m[2])
-				refs[name] = append(refs[name], rel)
-			}
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+		for _, m := range benchRefRE.FindAllSubmatch(text, -1) {
+			name := string(m[1]) + string(m[2])
+			refs[name] = append(refs[name], rel)
+		}
+	}, "_test.go", ".md")
 	if len(refs) == 0 {
 		t.Fatal("no benchmark named in the repository's markdown: the scanner is broken")
 	}

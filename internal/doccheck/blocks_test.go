@@ -55,21 +55,7 @@ func plainBlocks(t *testing.T, root string) []block {
 func blocksIn(t *testing.T, root, lang string) []block {
 	t.Helper()
 	var out []block
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
-			return nil
-		}
-		text, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	eachFile(t, root, false, func(rel string, text []byte) {
 		var cur *block
 		prev := ""
 		for i, raw := range strings.Split(string(text), "\n") {
@@ -95,11 +81,7 @@ func blocksIn(t *testing.T, root, lang string) []block {
 		if cur != nil {
 			t.Errorf("%s:%d: a fenced block that never ends", rel, cur.line)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, ".md")
 	return out
 }
 
@@ -131,6 +113,37 @@ func mqfault(t *testing.T) string {
 	return binPath
 }
 
+// eachFile calls visit with the path relative to root and the text of
+// every file of the repository whose name ends in one of suffixes, outside
+// .git and node_modules, and outside testdata unless withTestdata.
+func eachFile(t *testing.T, root string, withTestdata bool, visit func(rel string, text []byte), suffixes ...string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "node_modules" || n == "testdata" && !withTestdata {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !slices.ContainsFunc(suffixes, func(x string) bool { return strings.HasSuffix(path, x) }) {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		visit(rel, text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // run runs mqfault with args from the repository's root and returns its stdout.
 // The command must exit with status want.
 func run(t *testing.T, want int, args ...string) string {
@@ -156,7 +169,7 @@ var outputKindRE = regexp.MustCompile(`^output(?:\s*\(exit (\d+)\))?$`)
 
 func TestPlainBlocks(t *testing.T) {
 	root := repoRoot(t)
-	outputs := map[string]string{} // command line -> stdout, each run once
+	outputs := map[string]string{} // exit status and command line -> stdout, each run once
 	for _, b := range plainBlocks(t, root) {
 		where := fmt.Sprintf("%s:%d", b.file, b.line)
 		kind, arg, _ := strings.Cut(b.marker, ":")
@@ -176,10 +189,11 @@ func TestPlainBlocks(t *testing.T) {
 				t.Errorf("%s: <!-- output: %s -->: the command must be mqfault ARGS", where, arg)
 				continue
 			}
-			out, ok := outputs[arg]
+			key := fmt.Sprintf("%d %s", want, arg)
+			out, ok := outputs[key]
 			if !ok {
 				out = run(t, want, args[1:]...)
-				outputs[arg] = out
+				outputs[key] = out
 			}
 			if !containsRun(lines(out), b.lines) {
 				t.Errorf("%s: the block is not what `%s` prints.\n--- the block\n%s\n--- the output\n%s", where, arg, strings.Join(b.lines, "\n"), out)

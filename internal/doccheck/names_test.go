@@ -1,7 +1,6 @@
 package doccheck
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,21 +39,7 @@ func TestDocsNameRealAblations(t *testing.T) {
 		t.Errorf("README lists the ablations\n  %s\nthe simulator has\n  %s", strings.Join(listed, ", "), strings.Join(want, ", "))
 	}
 
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
-			return nil
-		}
-		text, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	eachFile(t, root, true, func(rel string, text []byte) {
 		for i, line := range strings.Split(string(text), "\n") {
 			for _, m := range ablationName.FindAllStringSubmatch(line, -1) {
 				if !slices.Contains(want, m[1]) {
@@ -62,9 +47,5 @@ func TestDocsNameRealAblations(t *testing.T) {
 				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, ".md")
 }
