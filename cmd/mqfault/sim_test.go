@@ -121,6 +121,7 @@ func TestSimJSON(t *testing.T) {
 			FirstAttemptFailures int64  `json:"first_attempt_failures"`
 			Retries              int64  `json:"retries"`
 			RetriesRefused       int64  `json:"retries_refused"`
+			Waited               int64  `json:"waited"`
 			BusyAnswers          int64  `json:"busy_answers"`
 			LatencyMS            struct {
 				P50, P99, P999, Max float64

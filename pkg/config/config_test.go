@@ -160,6 +160,8 @@ var knobCases = []knobCase{
 		func(c Config) any { return c.Producer.RetryBudget }, 0.2, []string{"-0.1", "11", "NaN", "20%"}},
 	{"retry_budget_floor", "0", nil,
 		func(c Config) any { return c.Producer.RetryBudgetFloor }, 0, []string{"-1", "ten"}},
+	{"room_wait", "0.05", nil,
+		func(c Config) any { return c.Producer.RoomWait }, 0.05, []string{"-0.01", "1.5", "NaN", "1%"}},
 	{"route_refresh_interval", "45s", nil,
 		func(c Config) any { return c.Producer.RouteRefreshInterval }, 45 * time.Second, []string{"0s", "never"}},
 	{"log_interval", "0s", nil,

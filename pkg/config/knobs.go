@@ -75,6 +75,8 @@ var knobs = slices.Concat([]knob{
 		func(c *Config) *float64 { return &c.Producer.RetryBudget }),
 	intKnob("retry_budget_floor", "retries a second the retry budget allows whatever the sends",
 		func(c *Config) *int { return &c.Producer.RetryBudgetFloor }),
+	floatKnob("room_wait", "0.01", "share of sync sends that may wait for room (until one attempt's share of their timeout is left) instead of ending for want of it, while waiting relieves the push-back; 0 is off (v5)",
+		func(c *Config) *float64 { return &c.Producer.RoomWait }),
 	durationKnob("route_refresh_interval", "how often every known topic's route is looked up again",
 		func(c *Config) *time.Duration { return &c.Producer.RouteRefreshInterval }),
 	durationKnob("log_interval", "least time between two log records of one kind about one broker; 0 logs all",

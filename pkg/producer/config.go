@@ -69,6 +69,18 @@ type Config struct {
 	// whatever the sends, so a producer sending little can still retry. Not
 	// negative.
 	RetryBudgetFloor int
+	// RoomWait lets up to this share of a producer's sync sends wait for
+	// room (roomwait.go; the Loop documentation's "Waiting for room"): a
+	// send that met push-back and would end for want of room (the no-room
+	// rule, or a retry the retry budget refuses after a busy answer) waits
+	// instead, until one attempt's share of its budget is left (Timeout /
+	// (1 + RetryTimes)), and then makes its next attempt, while waiting
+	// relieves the push-back. It trades a few sends' latency (each waits
+	// about two thirds of Timeout) for the failures a fixed set of senders
+	// would otherwise meet. A send ends in one result or one error whether
+	// it waited or not. 0.01 in DefaultConfig; 0 turns it off (the
+	// reference's); otherwise in (0, 1].
+	RoomWait float64
 }
 
 // MaxRetries is the most RetryTimes and AsyncRetryTimes may be: a send's
@@ -113,12 +125,15 @@ func Reference4() Config { return Reference5() }
 
 // DefaultConfig returns the recommended settings: Reference5 with the
 // per-attempt cap on at 1 s, so a slow broker cannot use the whole 3 s budget
-// and leave nothing for a retry elsewhere.
+// and leave nothing for a retry elsewhere; the retry budget at a fifth of
+// the sends plus 10 retries a second; and 1% of sync sends allowed to wait
+// for room.
 func DefaultConfig() Config {
 	c := Reference5()
 	c.MaxTimeoutPerRequest = time.Second
 	c.RetryBudget = 0.2
 	c.RetryBudgetFloor = 10
+	c.RoomWait = 0.01
 	return c
 }
 
@@ -155,6 +170,9 @@ func (c Config) Validate() error {
 	if c.RetryBudgetFloor < 0 {
 		l.Add(invalid("RetryBudgetFloor", c.RetryBudgetFloor, "must not be negative"))
 	}
+	if !(c.RoomWait >= 0 && c.RoomWait <= 1) {
+		l.Add(invalid("RoomWait", c.RoomWait, "must be in [0, 1] waits per sync send (0 turns waiting for room off)"))
+	}
 	if c.RouteRefreshInterval <= 0 {
 		l.Add(invalid("RouteRefreshInterval", c.RouteRefreshInterval, "must be positive"))
 	}
@@ -164,8 +182,8 @@ func (c Config) Validate() error {
 var retriesTooMany = "must be at most " + strconv.Itoa(MaxRetries) + " (1 + retries attempts must fit in an int32)"
 
 // Policy is a Config resolved for a strategy mode: the immutable rules every
-// Loop of a producer follows, and the producer's retry budget (one per
-// Policy: the Loops sharing a Policy share it). It is safe for concurrent use.
+// Loop of a producer follows, and the producer's retry budget and room-wait
+// allowance (one each per Policy: the Loops sharing a Policy share them). It is safe for concurrent use.
 type Policy struct {
 	mode         latency.Mode
 	rules        modeRules // the mode's send-loop rules (moderules.go)
@@ -176,6 +194,7 @@ type Policy struct {
 	retryAnother bool
 	codes        []int        // sorted, distinct
 	budget       *retryBudget // nil unless Config.RetryBudget is on; shared by the producer's sends
+	wait         *roomWait    // nil unless Config.RoomWait is on; shared by the producer's sends
 }
 
 // NewPolicy validates cfg and resolves it for mode (a registered latency
@@ -208,6 +227,7 @@ func NewPolicy(cfg Config, mode latency.Mode) (*Policy, error) {
 		retryAnother: cfg.RetryAnotherBrokerWhenNotStoreOK,
 		codes:        slices.Compact(codes),
 		budget:       newRetryBudget(cfg),
+		wait:         newRoomWait(cfg),
 	}, nil
 }
 

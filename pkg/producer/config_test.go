@@ -25,11 +25,13 @@ func TestConfigValidateEveryProblem(t *testing.T) {
 	c.Timeout = -3 * time.Second
 	c.AsyncMaxBytes = -1
 	c.RouteRefreshInterval = 0
+	c.RoomWait = 1.5
 	err := c.Validate()
 	want := []string{
 		"producer: RetryTimes = -1: must not be negative",
 		"producer: Timeout = -3s: must be positive",
 		"producer: AsyncMaxBytes = -1: must not be negative (0 means no bound)",
+		"producer: RoomWait = 1.5: must be in [0, 1] waits per sync send (0 turns waiting for room off)",
 		"producer: RouteRefreshInterval = 0s: must be positive",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {

@@ -39,9 +39,12 @@
 //     asks a strategy's capacity model);
 //   - drive.go (Drive: one send's pick, attempt, report, decide) and
 //     loop.go (Loop: the budget, retry and result decisions, with the rules
-//     for sync, oneway and async sends and the no-room rule), moderules.go (each mode's rules
-//     per outcome class, built from latency's send rules), retrybudget.go
-//     (the retry budget a Policy shares among its sends);
+//     for sync, oneway and async sends, the no-room rule and waiting for
+//     room), moderules.go (each mode's rules per outcome class, built from
+//     latency's send rules), retrybudget.go (the retry budget a Policy
+//     shares among its sends), roomwait.go (the room-wait allowance a
+//     Policy shares among its sync sends, and how it tells whether waiting
+//     relieves the push-back);
 //   - errors.go (Outcome, Classify and the error types), panic.go (a
 //     collaborator's panic as an error);
 //   - routes.go (the route cache: lookups, refreshes, route changes told to

@@ -19,15 +19,22 @@ import (
 // Transport call, a simulated event).
 //
 //	d := producer.NewDrive(strategy, info, policy, producer.KindSync, now)
-//	for d.Next(now) {                     // may another attempt start?
-//		plan, ok := d.Start(now)          // pick, note the broker, check the budget
-//		if !ok {
+//	for {
+//		for d.Next(now) {                 // may another attempt start?
+//			plan, ok := d.Start(now)      // pick, note the broker, check the budget
+//			if !ok {
+//				break
+//			}
+//			// (async only) d.Dispatched(elapsed) when the request is handed over
+//			o := run(plan)                // the attempt, ending at plan.Start+o.Elapsed
+//			step := d.Finish(o)           // report through the pick, decide
+//			now = plan.Start.Add(o.Elapsed) // (a real driver reads its clock)
+//		}
+//		until, waiting := d.Parked()      // waiting for room (Config.RoomWait)?
+//		if !waiting {
 //			break
 //		}
-//		// (async only) d.Dispatched(elapsed) when the request is handed over
-//		o := run(plan)                    // the attempt, ending at plan.Start+o.Elapsed
-//		step := d.Finish(o)               // report through the pick, decide
-//		now = plan.Start.Add(o.Elapsed)   // (a real driver reads its clock)
+//		now = sleepUntil(until)           // or d.Abort(err) to give up
 //	}
 //	res, err := d.Loop().Result()
 //
@@ -81,7 +88,8 @@ func (d *Drive) Reset(strat Strategy, info *route.PublishInfo, p *Policy, kind K
 }
 
 // Next says whether another attempt may start at now; false means the send
-// is over (Loop().Result has its end). From the second attempt on it tells
+// is over (Loop().Result has its end), unless it is waiting for room
+// (Parked): then the driver calls Next again once the wait is over. From the second attempt on it tells
 // the strategy's pick which broker to avoid and (v5, sync) to reset the
 // index. Calling Next again before Start returns the same answer.
 func (d *Drive) Next(now time.Time) bool {
@@ -170,6 +178,12 @@ func (d *Drive) Abort(err error) {
 // send mid-attempt (its owner closed) calls it so the pick's in-flight
 // count is returned.
 func (d *Drive) Abandon() { d.release() }
+
+// Parked reports whether the send is waiting for room (Config.RoomWait; the
+// Loop documentation's "Waiting for room") and until when: Next returned
+// false, the send is not over, and the driver calls Next again at until (or
+// Abort to give up). A driver that never waits may Abort at once.
+func (d *Drive) Parked() (until time.Time, ok bool) { return d.loop.Parked() }
 
 // Pick returns the current (or last) attempt's pick.
 func (d *Drive) Pick() latency.Pick { return d.pick }

@@ -175,6 +175,23 @@ const (
 // retry exactly as the reference does. A Strategy that is not a RoomModel
 // is never asked.
 //
+// # Waiting for room
+//
+// With Config.RoomWait on (DefaultConfig), a sync send that would end for
+// want of room may wait instead: the no-room rule above ends it, or the
+// retry budget refuses its retry after a busy answer (latency.ClassBusy).
+// When it has an attempt left and no earlier answer, has not waited
+// before, more than one attempt's share of its budget is left (Timeout / (1
+// + RetryTimes): 1 s of 3 s), and the producer's room-wait allowance grants
+// it (roomwait.go: a share of the sends, while waiting relieves the
+// push-back), the send waits until its budget has that share left: Finish
+// reports Retry, Next returns false until then and Parked says until when. The attempt after
+// the wait is paid for by the allowance, not the retry budget, and picks
+// as any retry does; from there the rules above go on. Abort ends a
+// waiting send as any other. The reference modes never wait (their
+// configurations have RoomWait 0), and neither do async and oneway sends,
+// whose callers a wait would not hold back.
+//
 // # Async (sendDefaultImpl's dispatch, then MQClientAPIImpl)
 //
 // Async makes up to 1 + AsyncRetryTimes attempts. The first is picked as a
@@ -257,6 +274,15 @@ type Loop struct {
 	// busy answer (the no-room rule); nil when the strategy has none.
 	room RoomModel
 
+	// until is when a send waiting for room (Config.RoomWait) may go on;
+	// zero when it is not waiting.
+	until time.Time
+	// waited: the send has waited for room (it waits at most once).
+	waited bool
+	// resumed: the attempt after the wait is next, paid for by the
+	// room-wait allowance instead of the retry budget.
+	resumed bool
+
 	brokers [4]string // the first picks
 	more    []string  // picks after the fourth
 }
@@ -293,20 +319,36 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 		return latency.PickInfo{}, false
 	}
 	l.see(now)
+	if !l.until.IsZero() {
+		if now.Before(l.until) {
+			return latency.PickInfo{}, false // still waiting for room
+		}
+		l.until, l.resumed = time.Time{}, true
+	}
 	if l.attempts >= l.total {
 		l.end()
 		return latency.PickInfo{}, false
 	}
+	if l.phase == phaseNext && l.attempts == 0 && l.kind == KindSync {
+		if w := l.p.wait; w != nil {
+			w.deposit(now)
+		}
+	}
 	if b := l.p.budget; b != nil && l.phase == phaseNext {
 		if l.attempts == 0 {
 			b.deposit(now)
+		} else if l.resumed {
+			// The attempt after a wait for room: the allowance paid.
 		} else if slot, ok := b.withdraw(now); ok {
 			l.charges.add(slot)
+		} else if l.park(now) {
+			return latency.PickInfo{}, false
 		} else {
 			l.refused()
 			return latency.PickInfo{}, false
 		}
 	}
+	l.resumed = false
 	var pi latency.PickInfo
 	if l.attempts > 0 {
 		pi.LastBroker, pi.LastClass = l.broker, l.lastClass
@@ -447,12 +489,31 @@ func (l *Loop) settle(d decision) bool {
 	if !d.askRoom || l.room.Room(l.broker).RetryElsewhere() {
 		return d.Retry
 	}
+	if l.park(l.seen) {
+		return true
+	}
 	if l.answered {
 		l.finishAnswered()
 	} else {
 		l.fail(StopNoRoom, l.lastErr)
 	}
 	return false
+}
+
+// park makes the send wait for room from now (the Loop documentation's
+// "Waiting for room"), if it may and the producer's room-wait allowance
+// grants it, and reports whether it waits.
+func (l *Loop) park(now time.Time) bool {
+	w := l.p.wait
+	if w == nil || l.kind != KindSync || l.waited || l.answered || l.lastClass != latency.ClassBusy || l.attempts >= l.total {
+		return false
+	}
+	d := l.p.timeout - now.Sub(l.sendStart) - l.p.timeout/time.Duration(l.total)
+	if d <= 0 || !w.request(now) {
+		return false
+	}
+	l.waited, l.until = true, now.Add(d)
+	return true
 }
 
 // answer keeps res as the last answer, with the attempt's queue when the
@@ -603,6 +664,18 @@ func (l *Loop) RetryRefused() bool { return l.budgetRefused }
 
 // Done reports whether the send is over.
 func (l *Loop) Done() bool { return l.phase == phaseDone }
+
+// Parked reports whether the send is waiting for room (Config.RoomWait),
+// and until when: Next returns false until then, and the send is not over.
+func (l *Loop) Parked() (until time.Time, ok bool) {
+	if l.until.IsZero() || l.phase == phaseDone {
+		return time.Time{}, false
+	}
+	return l.until, true
+}
+
+// Waited reports whether the send waited for room.
+func (l *Loop) Waited() bool { return l.waited }
 
 // Stop returns why the send ended (StopNone while it goes on).
 func (l *Loop) Stop() Stop { return l.stop }

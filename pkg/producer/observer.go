@@ -51,6 +51,9 @@ type SendEvent struct {
 	// refused the send's retry: it ended with its last error, or with an
 	// earlier answer.
 	RetryRefused bool
+	// Waited is true when the send waited for room (Config.RoomWait)
+	// before its last attempt.
+	Waited bool
 }
 
 // NopObserver ignores everything; embed it to implement only some methods.

@@ -13,6 +13,10 @@ package producer_test
 //	  broker_error, cancelled, aborted, no_room)      TestPathsSendStops
 //	a busy answer's retry x room, no room, model off,
 //	  reference rules x sync, async (MockRoomModel)   TestLoopNoRoomRule
+//	waiting for room: no room, a refused retry, each
+//	  reason not to wait (MockRoomModel)              TestLoopWaitsForRoom
+//	  Abort while waiting                             TestDriveAbortWhileWaiting
+//	  SendSync's wait, Close and ctx while waiting    TestSendSyncWaitsForRoom
 //	no queue from the strategy                        TestSeamNoQueue
 //	route removed, told to the strategy               TestSeamRouteRemoved
 //	route lookups through a RouteSource               routes_test.go, routefilter_test.go

@@ -326,17 +326,56 @@ func (p *Producer) routeFailed(topic string, kind Kind, start time.Time, err err
 // run drives d to its end, from now: the producer's own driver of the
 // shared step. It reads the clock once per attempt, at its end; that time is
 // also the next attempt's start (the reference reads its clock again after
-// the fault update and the pick, a fraction of a microsecond later).
+// the fault update and the pick, a fraction of a microsecond later). A send
+// waiting for room (Drive.Parked) blocks here until its wait is over, its
+// ctx is done or the producer closes.
 func (p *Producer) run(ctx context.Context, d *Drive, msg *Message, now time.Time) {
+	for {
+		now = p.drive(ctx, d, msg, now)
+		until, ok := d.Parked()
+		if !ok {
+			return
+		}
+		if err := p.park(ctx, until.Sub(now)); err != nil {
+			d.Abort(err)
+			return
+		}
+		now = p.clock.Now()
+	}
+}
+
+// park blocks for d on the producer's Clock, and returns nil when it is
+// over, ErrClosed when the producer closes first, or ctx's error when ctx is
+// done first.
+func (p *Producer) park(ctx context.Context, d time.Duration) error {
+	if err := p.interrupted(ctx); err != nil {
+		return err
+	}
+	over := make(chan struct{})
+	t := p.clock.AfterFunc(d, func() { close(over) })
+	defer t.Stop()
+	select {
+	case <-over:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// drive makes d's attempts from now until Next says no more may start
+// (the send is over, or waits for room), and returns the time it last read.
+func (p *Producer) drive(ctx context.Context, d *Drive, msg *Message, now time.Time) time.Time {
 	kind := d.Loop().Kind()
 	for d.Next(now) {
 		if err := p.interrupted(ctx); err != nil {
 			d.Abort(err)
-			return
+			return now
 		}
 		plan, ok := d.Start(now)
 		if !ok {
-			return
+			return now
 		}
 		if kind == KindAsync {
 			// A blocking Transport hands the request over when it is
@@ -352,6 +391,7 @@ func (p *Producer) run(ctx context.Context, d *Drive, msg *Message, now time.Tim
 			p.obs.OnAttempt(AttemptEvent{Topic: msg.Topic, Kind: kind, Attempt: plan.Attempt, Queue: plan.Queue, Outcome: o, Update: st.Update, Retry: st.Retry})
 		}
 	}
+	return now
 }
 
 // interrupted says why no attempt may start now: the producer closed, or the
@@ -391,7 +431,7 @@ func (p *Producer) end(l *Loop, topic string) (Result, error) {
 	res, err := l.Result()
 	if p.obs != nil {
 		p.obs.OnSend(SendEvent{Topic: topic, Kind: l.Kind(), Attempts: l.Attempts(), Elapsed: l.Elapsed(), Stop: l.Stop(), Status: res.Status, Err: err,
-			RetryRefused: l.RetryRefused()})
+			RetryRefused: l.RetryRefused(), Waited: l.Waited()})
 	}
 	return res, err
 }

@@ -158,16 +158,7 @@ func TestLoopNoRoomRule(t *testing.T) {
 					}
 					strat = roomStrategy{mstrat, room} // any other call fails the test
 				}
-				qs := map[string]*route.MessageQueue{}
-				var all []route.MessageQueue
-				for _, b := range []string{"A", "B", "C"} {
-					qs[b] = &route.MessageQueue{Topic: "T", BrokerName: b}
-					all = append(all, *qs[b])
-				}
-				info, err := route.NewPublishInfoFromQueues("T", all)
-				if err != nil {
-					t.Fatal(err)
-				}
+				qs, info := brokersABC(t)
 				var calls []any
 				for i := range want.attempts {
 					b := tt.script[i].broker
@@ -294,6 +285,23 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// brokersABC returns topic T's route of one queue on each of brokers A, B
+// and C, and those queues by broker.
+func brokersABC(t *testing.T) (map[string]*route.MessageQueue, *route.PublishInfo) {
+	t.Helper()
+	qs := map[string]*route.MessageQueue{}
+	var all []route.MessageQueue
+	for _, b := range []string{"A", "B", "C"} {
+		qs[b] = &route.MessageQueue{Topic: "T", BrokerName: b}
+		all = append(all, *qs[b])
+	}
+	info, err := route.NewPublishInfoFromQueues("T", all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs, info
 }
 
 // The capacity model's accounts the tests above hand out from MockRoomModel,

@@ -83,6 +83,9 @@ var laterAblations = []Ablation{
 	{Name: "retry-budget", Policy: "retry budget", Fields: []string{"producer.Config.RetryBudget"},
 		set: func(_ latency.Config, p producer.Config) bool { return p.RetryBudget > 0 },
 		off: func(_ *latency.Config, p *producer.Config) { p.RetryBudget = 0 }},
+	{Name: "room-wait", Policy: "room wait", Fields: []string{"producer.Config.RoomWait"},
+		set: func(_ latency.Config, p producer.Config) bool { return p.RoomWait > 0 },
+		off: func(_ *latency.Config, p *producer.Config) { p.RoomWait = 0 }},
 }
 
 func buildAblations() []Ablation {
@@ -292,7 +295,7 @@ func (r *Report) hasBase(i int) bool {
 func sameNumbers(a, b *Result) bool {
 	return a.Sends == b.Sends && a.Succeeded == b.Succeeded && a.Failed == b.Failed && a.Attempts == b.Attempts &&
 		a.FirstAttemptFailures == b.FirstAttemptFailures && a.UnhealthyAttempts == b.UnhealthyAttempts &&
-		a.Retries == b.Retries && a.RetriesRefused == b.RetriesRefused && a.BusyAnswers == b.BusyAnswers &&
+		a.Retries == b.Retries && a.RetriesRefused == b.RetriesRefused && a.Waited == b.Waited && a.BusyAnswers == b.BusyAnswers &&
 		a.Shed == b.Shed && a.InFlightAtEnd == b.InFlightAtEnd && a.Latency == b.Latency && slices.Equal(a.Brokers, b.Brokers) &&
 		sameFleetPeak(a.Fleet, b.Fleet)
 }

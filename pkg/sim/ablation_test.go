@@ -32,6 +32,7 @@ func allOn(t *testing.T) Strategy {
 	l.Recovery = &latency.RecoveryConfig{After: 3 * time.Second}
 	p.MaxTimeoutPerRequest = time.Second
 	p.RetryBudget, p.RetryBudgetFloor = 0.5, 10
+	p.RoomWait = 0.05
 	if err := l.Validate(); err != nil {
 		t.Fatalf("the all-on latency config is invalid: %v", err)
 	}
@@ -78,6 +79,7 @@ func TestAblationTable(t *testing.T) {
 		{"fast-probes", "fast probes", "latency.Config.DetectInterval,latency.Config.DetectPeriod"},
 		{"per-attempt-cap", "per-attempt cap", "producer.Config.MaxTimeoutPerRequest"},
 		{"retry-budget", "retry budget", "producer.Config.RetryBudget"},
+		{"room-wait", "room wait", "producer.Config.RoomWait"},
 	}
 	var names []string
 	for _, a := range Ablations() {

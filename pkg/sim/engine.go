@@ -29,6 +29,7 @@ const (
 	evDetect                      // a detector round
 	evArrive                      // a send arrives (open load)
 	evPoll                        // a producer polls the route
+	evResume                      // a send that waited for room goes on
 )
 
 // event is one entry of the event queue. Events are ordered by time, then by
@@ -412,6 +413,8 @@ func (e *engine) run(ctx context.Context) error {
 			e.begin(int(ev.sender))
 		case evArrive:
 			e.arrive()
+		case evResume:
+			e.step(int(ev.sender))
 		case evAttemptEnd:
 			s := &e.senders[ev.sender]
 			// Finish reports the outcome through the pick: the fault update.
@@ -465,6 +468,11 @@ func (e *engine) step(i int) {
 	s := &e.senders[i]
 	now := e.clock.Now()
 	if !s.drive.Next(now) {
+		if until, ok := s.drive.Parked(); ok {
+			// Waiting for room: the send goes on at until.
+			e.schedule(max(until.Sub(Epoch).Nanoseconds(), e.now), evResume, i)
+			return
+		}
 		e.endSend(i)
 		return
 	}
@@ -561,6 +569,9 @@ func (e *engine) endSend(i int) {
 	l := s.drive.Loop()
 	answered := l.Stop() == producer.StopAnswered
 	e.m.send(s.start, int64(l.Elapsed()), answered)
+	if l.Waited() {
+		e.m.waited++
+	}
 	if !answered { // Result would build a success's broker list
 		_, err := l.Result()
 		e.m.sendEnded(err)

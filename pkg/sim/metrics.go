@@ -9,12 +9,12 @@ import (
 
 // metrics collects what one run measures. It belongs to the run's goroutine.
 type metrics struct {
-	sends, succeeded, failed     int64
-	attempts, firstFailures      int64
-	unhealthy                    int64
-	brokerAttempts, brokerFailed []int64
-	retries, refused, busy       int64
-	shed, inFlightAtEnd          int64
+	sends, succeeded, failed       int64
+	attempts, firstFailures        int64
+	unhealthy                      int64
+	brokerAttempts, brokerFailed   []int64
+	retries, refused, waited, busy int64
+	shed, inFlightAtEnd            int64
 
 	lat    []int64 // every send's whole latency, ns
 	latSec []int32 // the second each send started in
@@ -152,6 +152,7 @@ func (m *metrics) result(spec Strategy, sc *Scenario) Result {
 		UnhealthyAttempts:    m.unhealthy,
 		Retries:              m.retries,
 		RetriesRefused:       m.refused,
+		Waited:               m.waited,
 		BusyAnswers:          m.busy,
 		Shed:                 m.shed,
 		InFlightAtEnd:        m.inFlightAtEnd,

@@ -335,7 +335,8 @@ func TestOpenLoadOutput(t *testing.T) {
 		}
 		js := string(jsonOf(t, tt.rep))
 		for _, c := range []struct{ where, text, what string }{
-			{table.String(), "refused retries  busy answers", "table"},
+			{table.String(), "refused retries  waited  busy answers", "table"},
+			{js, `"waited": 0`, "JSON"},
 			{js, `"busy_answers": 0`, "JSON"},
 			{js, `"retries_refused": 0`, "JSON"},
 		} {

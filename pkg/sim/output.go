@@ -29,6 +29,7 @@ type jsonStrategy struct {
 	FirstAttemptFailures int64                 `json:"first_attempt_failures"`
 	Retries              int64                 `json:"retries"`
 	RetriesRefused       int64                 `json:"retries_refused"`
+	Waited               int64                 `json:"waited"`
 	BusyAnswers          int64                 `json:"busy_answers"`
 	Shed                 *int64                `json:"shed,omitempty"`             // open load only
 	InFlightAtEnd        *int64                `json:"in_flight_at_end,omitempty"` // open load only
@@ -139,7 +140,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		s := jsonStrategy{
 			Name: res.Name, Sends: res.Sends, Succeeded: res.Succeeded, Failed: res.Failed,
 			Attempts: res.Attempts, FirstAttemptFailures: res.FirstAttemptFailures,
-			Retries: res.Retries, RetriesRefused: res.RetriesRefused, BusyAnswers: res.BusyAnswers,
+			Retries: res.Retries, RetriesRefused: res.RetriesRefused, Waited: res.Waited, BusyAnswers: res.BusyAnswers,
 			LatencyMS: jsonLatency{P50: ms(res.Latency.P50), P99: ms(res.Latency.P99),
 				P999: ms(res.Latency.P999), Max: ms(res.Latency.Max)},
 			Brokers: make(map[string]jsonBroker, len(res.Brokers)),
@@ -256,7 +257,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	open := r.Scenario != nil && r.Scenario.open()
 	fleet := r.Scenario != nil && r.Scenario.producers() > 1
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\tretries\trefused retries\tbusy answers\t", width, "strategy")
+	fmt.Fprintf(tw, "%-*s\tsends\tsucceeded\tfailed\tattempts\t1st-attempt failures\tp50 ms\tp99 ms\tp999 ms\tmax ms\tunhealthy attempts\tretries\trefused retries\twaited\tbusy answers\t", width, "strategy")
 	if open {
 		fmt.Fprint(tw, "shed\tin flight at end\t")
 	}
@@ -268,10 +269,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !shown[i] {
 			continue
 		}
-		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t",
+		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t%d\t",
 			width, res.Name, res.Sends, res.Succeeded, res.Failed, res.Attempts, res.FirstAttemptFailures,
 			fmtMS(res.Latency.P50), fmtMS(res.Latency.P99), fmtMS(res.Latency.P999), fmtMS(res.Latency.Max),
-			100*res.UnhealthyShare(), res.Retries, res.RetriesRefused, res.BusyAnswers)
+			100*res.UnhealthyShare(), res.Retries, res.RetriesRefused, res.Waited, res.BusyAnswers)
 		if open {
 			fmt.Fprintf(tw, "%d\t%d\t", res.Shed, res.InFlightAtEnd)
 		}

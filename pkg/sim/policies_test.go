@@ -11,19 +11,6 @@ import (
 // matters (see pkg/latency/POLICIES.md).
 const scenarioDir = "../../testdata/scenarios"
 
-// notYetReached is how many runs of the must-reach suite each rule is still
-// short of (pkg/latency/POLICIES.md, "What the preset does not win"). Issue
-// 24 asks for 0 on every rule: the test fails when a change misses a rule
-// on more runs, and the bounds come down as runs are won. They are counts,
-// not lists: every missed run is logged by name.
-var notYetReached = map[string]int{
-	// 5: short-capacity-blackhole at its 5 seeds (the baseline's senders
-	// wait out timeouts on the blackholed broker and so offer less).
-	RuleNeverWorse: 5,
-	RuleHealthy:    0,
-	RuleBetter:     0,
-}
-
 // TestMqfaultMustReach judges the mqfault preset by issue 24's must-reach
 // rules with the one judge `mqfault sim --must-reach testdata` runs
 // (JudgeMustReach, LoadMustReachSuite): against the better of v5 and
@@ -37,8 +24,9 @@ var notYetReached = map[string]int{
 //     p99 within 5% of v5's;
 //  3. at least 20% better (failed sends or p99) on half the faulty runs.
 //
-// The runs are deterministic (common random numbers), so a failure is
-// never a flake. Under the race detector, which makes simulation about ten
+// Every rule must be met: there is no list of exceptions, and every run
+// that misses a rule is logged by name. The runs are deterministic (common
+// random numbers), so a failure is never a flake. Under the race detector, which makes simulation about ten
 // times slower, the test is skipped.
 func TestMqfaultMustReach(t *testing.T) {
 	if raceEnabled {
@@ -70,14 +58,9 @@ func TestMqfaultMustReach(t *testing.T) {
 				rule.Name, r.Name, r.Drawn, r.Got.Failed, r.Got.P99, r.Base.Failed, r.Base.P99, r.V5.Failed, r.V5.P99)
 		}
 		t.Logf("%s: %d of %d runs met, %d needed", rule.Name, rule.Met, rule.Judged, rule.Need)
-		bound, ok := notYetReached[rule.Name]
-		if !ok {
-			t.Errorf("rule %q has no bound in notYetReached", rule.Name)
-			continue
-		}
-		if short > bound {
-			t.Errorf("%s: met on %d of %d runs, %d short of %d needed; at most %d short allowed (each missed run is logged above)",
-				rule.Name, rule.Met, rule.Judged, short, rule.Need, bound)
+		if short > 0 {
+			t.Errorf("%s: met on %d of %d runs, %d short of %d needed (each missed run is logged above)",
+				rule.Name, rule.Met, rule.Judged, short, rule.Need)
 		}
 	}
 }
@@ -131,7 +114,7 @@ func TestCapacityScenarios(t *testing.T) {
 					mq.RetriesRefused, mq.Retries, mq.Failed, noBudget.Failed)
 			}
 		}},
-		{"short-capacity-blackhole.yaml", func(t *testing.T, v5, _, mq, _ Result) {
+		{"short-capacity-blackhole.yaml", func(t *testing.T, v5, v5d, mq, _ Result) {
 			// v5's reachable stage sends to a broker that never answers;
 			// the preset's busy answers isolate nothing, so the three
 			// brokers left share the load and nothing waits on the
@@ -139,6 +122,14 @@ func TestCapacityScenarios(t *testing.T) {
 			if v5.Latency.P99 < time.Second || mq.Latency.P99 > 100*time.Millisecond {
 				t.Errorf("p99: v5 %v, mqfault %v; want v5 at least 1s (sends waiting on the blackholed broker), mqfault at most 100ms",
 					v5.Latency.P99, mq.Latency.P99)
+			}
+			// The cluster is a tenth short for 20 s. v5+detector's senders
+			// wait out timeouts on the blackholed broker and offer less;
+			// the preset's wait for room instead (a few hundred sends, a
+			// fraction of one percent), and the shortfall is not failed.
+			if mq.Waited == 0 || 200*mq.Waited > mq.Sends || 10*mq.Failed > v5d.Failed {
+				t.Errorf("mqfault: %d of %d sends waited for room, %d failed; v5+detector %d failed: want some waits, at most 0.5%% of the sends, and a tenth of the failures",
+					mq.Waited, mq.Sends, mq.Failed, v5d.Failed)
 			}
 		}},
 		{"short-capacity-open.yaml", func(t *testing.T, v5, v5d, mq, noBudget Result) {

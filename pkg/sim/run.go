@@ -34,6 +34,10 @@ type Result struct {
 	// RetryRefused() bool that returns true); 0 for strategies without
 	// one.
 	RetriesRefused int64
+	// Waited counts the sends that waited for room before their last
+	// attempt (producer.Config.RoomWait; the mqfault preset's); 0 for the
+	// others.
+	Waited int64
 	// BusyAnswers counts attempts the broker answered with flow control:
 	// the outcome class busy (a code latency.IsBusy calls flow control:
 	// a busy event's SYSTEM_BUSY, a broker over its capacity, a send that

@@ -157,6 +157,7 @@ var seedColumns = []seedColumn{
 	{"unhealthy attempts", "unhealthy_share", func(r *Result) float64 { return r.UnhealthyShare() }, pctCol, false},
 	{"retries", "retries", func(r *Result) float64 { return float64(r.Retries) }, count, false},
 	{"refused retries", "retries_refused", func(r *Result) float64 { return float64(r.RetriesRefused) }, count, false},
+	{"waited", "waited", func(r *Result) float64 { return float64(r.Waited) }, count, false},
 	{"busy answers", "busy_answers", func(r *Result) float64 { return float64(r.BusyAnswers) }, count, false},
 	{"shed", "shed", func(r *Result) float64 { return float64(r.Shed) }, count, true},
 	{"in flight at end", "in_flight_at_end", func(r *Result) float64 { return float64(r.InFlightAtEnd) }, count, true},

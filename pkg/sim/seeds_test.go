@@ -98,8 +98,8 @@ func TestRunSeeds(t *testing.T) {
 		if f := s.Columns["failed"]; f.Median != sorted[1] || f.Min != sorted[0] || f.Max != sorted[2] {
 			t.Errorf("%s: failed %+v, want median %v of %v", s.Name, f, sorted[1], sorted)
 		}
-		if len(s.Columns) != 13 {
-			t.Errorf("%s: %d columns, want the table's 13 (a closed load)", s.Name, len(s.Columns))
+		if len(s.Columns) != 14 {
+			t.Errorf("%s: %d columns, want the table's 14 (a closed load)", s.Name, len(s.Columns))
 		}
 		if v := s.Verdicts; v.Worse+v.Better+v.Neutral != 3 || len(s.PerSeed) != 3 || s.PerSeed[0].Seed != 4 {
 			t.Errorf("%s: verdicts %+v, per seed %+v; want 3 seeds counted, 4 first", s.Name, v, s.PerSeed)

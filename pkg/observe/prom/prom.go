@@ -19,6 +19,7 @@
 //	mqfault_sends_total{kind,result}             counter  sends ended
 //	mqfault_send_duration_seconds{kind}          histogram how long sends took, retries included
 //	mqfault_retries_refused_total                counter  sends whose retry the retry budget refused
+//	mqfault_sends_waited_total                   counter  sync sends that waited for room before their last attempt (producer.Config.RoomWait)
 //
 // Label values:
 //
@@ -87,6 +88,7 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec
 	durationBy []prometheus.Observer // by kind
 	refused    prometheus.Counter    // sends whose retry the retry budget refused
+	waited     prometheus.Counter    // sends that waited for room
 
 	isolatedDesc          *prometheus.Desc
 	unreachableDesc       *prometheus.Desc
@@ -186,6 +188,8 @@ func New(opts ...Option) (*Metrics, error) {
 			Help: "Sends ended, by kind and result."}, []string{"kind", "result"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: name("retries_refused_total"),
 			Help: "Sends whose retry the producer's retry budget refused (the send ended with its last error)."}),
+		waited: prometheus.NewCounter(prometheus.CounterOpts{Name: name("sends_waited_total"),
+			Help: "Sync sends that waited for room before their last attempt (the producer's RoomWait)."}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("send_duration_seconds"),
 			Help: "How long sends took, retries included, by kind.", Buckets: o.buckets}, []string{"kind"}),
 		isolatedDesc: prometheus.NewDesc(name("isolated_brokers"),
@@ -316,11 +320,14 @@ func (m *Metrics) OnSend(ev producer.SendEvent) {
 	if ev.RetryRefused {
 		m.refused.Inc()
 	}
+	if ev.Waited {
+		m.waited.Inc()
+	}
 }
 
 // vecs are the metric vectors Metrics collects as they are.
 func (m *Metrics) vecs() []prometheus.Collector {
-	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.attemptDur, m.sends, m.duration, m.refused}
+	return []prometheus.Collector{m.isolations, m.extensions, m.ended, m.probeVec, m.attempts, m.attemptDur, m.sends, m.duration, m.refused, m.waited}
 }
 
 // Describe implements prometheus.Collector.

@@ -89,7 +89,7 @@ func TestEvents(t *testing.T) {
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: latency.ClassAnswered}})
 	m.OnAttempt(producer.AttemptEvent{Queue: q("b"), Outcome: producer.Outcome{Class: 99}}) // ignored
-	m.OnSend(producer.SendEvent{Kind: producer.KindSync, Stop: producer.StopAnswered, Elapsed: 30 * time.Millisecond})
+	m.OnSend(producer.SendEvent{Kind: producer.KindSync, Stop: producer.StopAnswered, Elapsed: 30 * time.Millisecond, Waited: true})
 	m.OnSend(producer.SendEvent{Kind: producer.KindAsync, Stop: producer.StopFailed, Elapsed: 2 * time.Second, RetryRefused: true})
 	m.OnSend(producer.SendEvent{Kind: producer.KindOneway, Stop: producer.StopNoRoom})
 	m.OnSend(producer.SendEvent{Kind: 9, Stop: producer.StopFailed}) // ignored
@@ -118,6 +118,7 @@ func TestEvents(t *testing.T) {
 		"mqfault_sends_total{kind=oneway,result=call_timeout}":        0,
 		"mqfault_sends_total{kind=oneway,result=no_room}":             1,
 		"mqfault_retries_refused_total":                               1,
+		"mqfault_sends_waited_total":                                  1,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

@@ -46,7 +46,7 @@ type htmlRow struct {
 	Group                                          string // the strategy whose ablations begin at this row
 	Sends, Succeeded, Failed, Attempts, FirstFails int64
 	P50, P99, P999, Max, Unhealthy                 string
-	Retries, Refused, Busy, Shed, InFlight         int64
+	Retries, Refused, Waited, Busy, Shed, InFlight int64
 	Herding, Moves                                 string // a fleet's peaks (sim.FormatHerding, sim.FormatMoves)
 }
 
@@ -151,7 +151,7 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 	}
 	page := htmlPage{Title: fmt.Sprintf("mqfault sim: %s (seed %d)", sc.Name, r.Seed), Summary: strings.SplitN(sc.Summary(r.Seed), "\n", 2)[0],
 		TimelineKey: timelineKey{Isolated: cssColor(isolatedColor), Release: cssColor(releaseColor), Unreachable: cssColor(unreachableCol), Fault: cssColor(laneFault)},
-		FaultBand:   cssColor(faultBand), Open: sc.Load == sim.LoadOpen, Columns: 14}
+		FaultBand:   cssColor(faultBand), Open: sc.Load == sim.LoadOpen, Columns: 15}
 	if page.Open {
 		page.Columns += 2
 	}
@@ -196,7 +196,7 @@ func WriteHTML(w io.Writer, r *sim.Report) error {
 			Attempts: res.Attempts, FirstFails: res.FirstAttemptFailures,
 			P50: sim.FormatMS(res.Latency.P50), P99: sim.FormatMS(res.Latency.P99), P999: sim.FormatMS(res.Latency.P999), Max: sim.FormatMS(res.Latency.Max),
 			Unhealthy: fmt.Sprintf("%.1f%%", 100*res.UnhealthyShare()),
-			Retries:   res.Retries, Refused: res.RetriesRefused, Busy: res.BusyAnswers, Shed: res.Shed, InFlight: res.InFlightAtEnd,
+			Retries:   res.Retries, Refused: res.RetriesRefused, Waited: res.Waited, Busy: res.BusyAnswers, Shed: res.Shed, InFlight: res.InFlightAtEnd,
 			Herding: sim.FormatHerding(res.Fleet), Moves: sim.FormatMoves(res.Fleet),
 		})
 	}
@@ -714,12 +714,12 @@ svg { display: block; width: 100%; max-width: 100%; height: auto; }
 {{end}}</table></div>{{end}}
 <h2>Results</h2>
 <div class="scroll"><table>
-<tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}{{if .Fleet}}<th class="n">herding</th><th class="n">moves</th>{{end}}</tr>
+<tr><th>strategy</th><th class="n">sends</th><th class="n">succeeded</th><th class="n">failed</th><th class="n">attempts</th><th class="n">1st-attempt failures</th><th class="n">p50 ms</th><th class="n">p99 ms</th><th class="n">p999 ms</th><th class="n">max ms</th><th class="n">unhealthy attempts</th><th class="n">retries</th><th class="n">refused retries</th><th class="n">waited</th><th class="n">busy answers</th>{{if .Open}}<th class="n">shed</th><th class="n">in flight at end</th>{{end}}{{if .Fleet}}<th class="n">herding</th><th class="n">moves</th>{{end}}</tr>
 {{range .Rows}}{{if .Group}}<tr class="group"><td colspan="{{$.Columns}}">{{.Group}} with one policy switched off:</td></tr>
-{{end}}<tr{{if .Ablation}} class="abl"{{end}} title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{$.SameSpan}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{if $.Fleet}}<td class="n">{{.Herding}}</td><td class="n">{{.Moves}}</td>{{end}}{{end}}</tr>
+{{end}}<tr{{if .Ablation}} class="abl"{{end}} title="{{.Summary}}"><td>{{.Name}}</td>{{if .SameAs}}<td class="same" colspan="{{$.SameSpan}}">{{.SameAs}}</td>{{else}}<td class="n">{{.Sends}}</td><td class="n">{{.Succeeded}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Attempts}}</td><td class="n">{{.FirstFails}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td><td class="n">{{.P999}}</td><td class="n">{{.Max}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Retries}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Waited}}</td><td class="n">{{.Busy}}</td>{{if $.Open}}<td class="n">{{.Shed}}</td><td class="n">{{.InFlight}}</td>{{end}}{{if $.Fleet}}<td class="n">{{.Herding}}</td><td class="n">{{.Moves}}</td>{{end}}{{end}}</tr>
 {{end}}</table></div>
 <p class="note">Latency: whole sends, retries included, failed sends too. Unhealthy: attempts made to a broker that was down, blackholed,
-slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused.
+slow, busy or flapping-down at that moment. Busy answers: attempts answered SYSTEM_BUSY (flow control). Refused retries: sends whose retry a retry budget refused. Waited: sends that waited for room before their last attempt (the mqfault preset's).
 {{if .Fleet}}Fleet: the counts add up every producer's. Herding: the largest share of the producers that isolated one broker, or sent it less than half of what round robin would have, within one second; moves: the largest share that left one broker by that test or came back to it in one second, a synchronised storm when most of the fleet moves at once away from a fault's edges (each the peak, its broker and second).
 {{end}}{{if .Open}}Open load: shed sends arrived while the in-flight bound was reached and failed at once (not in the latencies); in flight at end: sends still going when the duration ran out. {{end}}Every strategy met the same brokers, faults and seed. Every chart has the same time axis;
 <span class="sw" style="background:{{.FaultBand}}"></span>grey bands on the line charts are the times when some broker had a fault window (which broker and what: the fault windows chart).</p>

@@ -90,10 +90,10 @@ func TestReportAblationFolded(t *testing.T) {
 	rep := foldedReport(t)
 	page := htmlOf(t, rep)
 	sec := sections(page)
-	if !strings.Contains(page, `<td>mqfault-same</td><td class="same" colspan="13">the same as mqfault in every number: the policy changed nothing here</td>`) {
+	if !strings.Contains(page, `<td>mqfault-same</td><td class="same" colspan="14">the same as mqfault in every number: the policy changed nothing here</td>`) {
 		t.Error("the page's table does not fold the copy's row into one cell")
 	}
-	if !strings.Contains(page, `<td>mqfault-numbers</td><td class="same" colspan="13">the same numbers as mqfault; a different run over time (its charts below)</td>`) {
+	if !strings.Contains(page, `<td>mqfault-numbers</td><td class="same" colspan="14">the same numbers as mqfault; a different run over time (its charts below)</td>`) {
 		t.Error("the page's table does not fold the same-numbers row into one cell")
 	}
 	if strings.Contains(sec["All strategies"], "mqfault-") {
