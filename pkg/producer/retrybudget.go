@@ -23,7 +23,9 @@ import (
 // RetryBudgetFloor a second, and under a storm, where retries fail, about
 // (1 + RetryBudget) x sends + RetryBudgetFloor a second: 1.2 x sends + 10 a
 // second in the mqfault preset, where the reference's retries triple the
-// attempts (3 x sends).
+// attempts (3 x sends). A send that waited for room (roomwait.go) makes its
+// attempt after the wait outside the budget, one per wait: at most
+// Config.RoomWait x sends more (0.01 x sends in the preset).
 
 // ErrRetryBudget matches (errors.Is) the error of a send whose retry the
 // producer's retry budget refused.
