@@ -351,6 +351,9 @@ func (p *Producer) park(ctx context.Context, d time.Duration) error {
 	if err := p.interrupted(ctx); err != nil {
 		return err
 	}
+	if d <= 0 {
+		return nil
+	}
 	over := make(chan struct{})
 	t := p.clock.AfterFunc(d, func() { close(over) })
 	defer t.Stop()
