@@ -279,9 +279,6 @@ type Loop struct {
 	until time.Time
 	// waited: the send has waited for room (it waits at most once).
 	waited bool
-	// resumed: the attempt after the wait is next, paid for by the
-	// room-wait allowance instead of the retry budget.
-	resumed bool
 
 	brokers [4]string // the first picks
 	more    []string  // picks after the fourth
@@ -319,11 +316,12 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 		return latency.PickInfo{}, false
 	}
 	l.see(now)
+	resumed := false // the attempt after a wait for room: the allowance paid for it
 	if !l.until.IsZero() {
 		if now.Before(l.until) {
 			return latency.PickInfo{}, false // still waiting for room
 		}
-		l.until, l.resumed = time.Time{}, true
+		l.until, resumed = time.Time{}, true
 	}
 	if l.attempts >= l.total {
 		l.end()
@@ -337,8 +335,8 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 	if b := l.p.budget; b != nil && l.phase == phaseNext {
 		if l.attempts == 0 {
 			b.deposit(now)
-		} else if l.resumed {
-			// The attempt after a wait for room: the allowance paid.
+		} else if resumed {
+			// Not charged to the retry budget.
 		} else if slot, ok := b.withdraw(now); ok {
 			l.charges.add(slot)
 		} else if l.park(now) {
@@ -348,7 +346,6 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 			return latency.PickInfo{}, false
 		}
 	}
-	l.resumed = false
 	var pi latency.PickInfo
 	if l.attempts > 0 {
 		pi.LastBroker, pi.LastClass = l.broker, l.lastClass

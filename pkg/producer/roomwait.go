@@ -32,7 +32,7 @@ import (
 //     sends want to wait than the share allows: waiting is not what
 //     relieves it), waits no more until it ends; the episodes that begin
 //     within reliefWindow of it do not wait either, and that hold doubles
-//     with each failed episode in a row (up to maxHold) until an episode
+//     with each failed episode in a row (up to 64 s) until an episode
 //     passes the relief test.
 //
 // So an open load under push-back makes at most one window of waits per
@@ -46,12 +46,9 @@ import (
 // before its first waits end.
 const reliefWindow = time.Second
 
-// maxHold bounds how long failed episodes keep later ones from waiting, and
-// maxStrikes is the shift that reaches it.
-const (
-	maxHold    = 64 * reliefWindow
-	maxStrikes = 6
-)
+// maxStrikes bounds the failed episodes a hold counts: the longest hold is
+// reliefWindow << maxStrikes (64 s).
+const maxStrikes = 6
 
 // oneWait is one wait in the allowance's units.
 const oneWait = 1_000_000
@@ -136,14 +133,14 @@ func (w *roomWait) request(now time.Time) bool {
 }
 
 // fail ends the episode's waits: waiting did not relieve its push-back.
-// The episodes that begin within reliefWindow x 2^strikes (at most
-// maxHold) wait no more either, and each failure doubles that. Caller
+// The episodes that begin within reliefWindow x 2^strikes wait no more
+// either, and each failure in a row doubles that, up to maxStrikes. Caller
 // holds w.mu.
 func (w *roomWait) fail(now time.Time) {
 	if w.dry {
 		return
 	}
 	w.dry = true
-	w.hold = now.Add(min(reliefWindow<<w.strikes, maxHold))
+	w.hold = now.Add(reliefWindow << w.strikes)
 	w.strikes = min(w.strikes+1, maxStrikes)
 }
