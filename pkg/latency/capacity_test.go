@@ -988,6 +988,76 @@ func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
 	}
 }
 
+// TestCapacityLoadedRepeatOffenderTrial: a broker that answered slowly and
+// then failed twice (a repeat offender, so the backoff holds it 20 s where
+// the duration table gives 10 s) is loaded, and its probes, which answer
+// for a slow broker, never cut that hold (the recovery rule). Once the
+// table's isolation alone would have ended it gets send trials: an answer
+// its latency isolates nothing for brings it back within a trial gap, not
+// after the backoff's 20 s (a broker slow for half a minute was kept out
+// a minute after it recovered), while a still-slow answer keeps it out at
+// one trial's cost. A broker that failed without being loaded (down) gets
+// no such trial: its probes are its way back.
+func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		loaded bool
+		answer time.Duration
+		back   bool
+	}{
+		{"recovered broker is back after the table's isolation", true, time.Millisecond, true},
+		{"still-slow broker stays out", true, 700 * time.Millisecond, false},
+		{"a broker that was down gets no trial", false, time.Millisecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newPresetRig(t, 4, 2)
+			fail := latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}
+			if tt.loaded { // attempts running into their timeout
+				fail = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
+			}
+			pickOf(t, r, "b2").Done(fail) // the table's 10 s
+			r.clock.Advance(10*time.Second + time.Millisecond)
+			r.s.Table().SetReachable("b2", true) // its probes answer
+			if tt.loaded {                       // a slow answer between the failures
+				pickOf(t, r, "b2").Done(answered(700 * time.Millisecond))
+				r.clock.Advance(2*time.Second + time.Millisecond) // the table's isolation for it
+			}
+			pickOf(t, r, "b2").Done(fail) // a repeat offender: 20 s
+			r.s.Table().SetReachable("b2", true)
+			if got := r.s.BackoffLevel("b2"); got != 2 {
+				t.Fatalf("BackoffLevel(b2) = %d after two failure isolations, want 2", got)
+			}
+			answer := func(b string) latency.Outcome {
+				if b == "b2" {
+					return answered(tt.answer)
+				}
+				return answered(time.Millisecond)
+			}
+			if counts := r.run(t, 950, 9500*time.Millisecond, answer); counts["b2"] != 0 {
+				t.Fatalf("b2 held by the backoff: %d picks within the table's 10 s, want none (counts %v)", counts["b2"], counts)
+			}
+			trials := 0
+			counts := r.run(t, 350, 3500*time.Millisecond, func(b string) latency.Outcome {
+				if b == "b2" {
+					trials++
+				}
+				return answer(b)
+			})
+			if got := r.s.Table().IsAvailable("b2"); got != tt.back {
+				t.Errorf("13 s into a 20 s hold, b2 answering in %v: available %t, want %t (counts %v)", tt.answer, got, tt.back, counts)
+			}
+			switch {
+			case tt.back && counts["b2"] < 40:
+				t.Errorf("b2 back after its trial: %d of 350 picks, want most of its share (counts %v)", counts["b2"], counts)
+			case !tt.back && tt.loaded && (trials == 0 || trials > 2):
+				t.Errorf("b2 still slow: %d trials in 3.5 s past the table's isolation, want one or two", trials)
+			case !tt.loaded && trials != 0:
+				t.Errorf("b2 down, not loaded: %d trials, want none (its probes bring it back)", trials)
+			}
+		})
+	}
+}
+
 // TestCapacityIsolatedTrialWaitsAGap: a failure's isolation admits no send
 // trial for one trial gap (the detect interval) after the failure. Every
 // producer of a fleet meets a broker's failure in the same instant, and

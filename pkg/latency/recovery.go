@@ -67,7 +67,9 @@ func (s *slot) cut(base, now int64) {
 //     answer the duration table isolates for) within one failure isolation
 //     (the table's, 10 s in v5) before the isolation began, or since, is
 //     overloaded or degraded rather than down, and answering a probe says
-//     nothing about its load: it is not cut;
+//     nothing about its load: it is not cut. Its way back is a send trial
+//     once the duration table's isolation alone would have ended
+//     (trial.go): a send, not a probe, shows it answers in time again;
 //   - one trial per recovery: the cut is a half-open breaker's trial, which
 //     lasts until the isolation would have ended uncut. Answered sends
 //     during it forgive nothing (they prove the broker is back; they would
@@ -114,6 +116,16 @@ type recoveryState struct {
 	loadedAt atomic.Int64
 	// phase is recoveryIdle, recoveryTrial or recoveryHeld.
 	phase atomic.Int32
+}
+
+// loaded reports whether the broker answered busy or slowly within one
+// unlengthened isolation (base - began, the duration table's) before the
+// failure that began its running lengthened isolation (unlengthened end
+// base), or since: overloaded or degraded rather than down.
+func (r *recoveryState) loaded(base int64) bool {
+	began := r.began.Load()
+	at := r.loadedAt.Load()
+	return at != 0 && at >= began-(base-began)
 }
 
 // reset forgets everything (the broker left the table).
@@ -199,9 +211,7 @@ func (s *slot) probeAnswered(now int64, hold time.Duration) {
 	if span(since, now) < hold || s.rec.phase.Load() != recoveryIdle {
 		return
 	}
-	// Loaded: a busy or slow answer within one unlengthened isolation
-	// (base - began, the duration table's) before the failure, or since.
-	if at := s.rec.loadedAt.Load(); at != 0 && at >= began-(base-began) {
+	if s.rec.loaded(base) {
 		return
 	}
 	s.rec.phase.Store(recoveryTrial)

@@ -32,6 +32,15 @@ import (
 // interval with no doubling while the isolation runs; a trial answered in a
 // latency the duration table isolates nothing for ends the isolation at
 // once (endIsolation), a slower answer leaves it to the table's rules.
+//
+// A loaded repeat offender gets trials too (the recovery rule's other
+// half, recovery.go): a broker that answered busy or slowly and then failed
+// again is held by the backoff past the duration table's isolation, and its
+// probes, which answer for a slow or busy broker, never cut that hold. So
+// once the table's isolation alone would have ended, and no answer or
+// timeout of it has been slow for one failure isolation, it gets the same
+// trials: an answer the table isolates nothing for ends the hold, a slow
+// one stamps it slow again and so waits a failure isolation for the next.
 
 // trialState is one broker's send trial. Safe for concurrent use.
 type trialState struct {
@@ -68,12 +77,20 @@ func (c5 cascade5) trial(e *entry) bool {
 // claims it: under reachable first, a broker the detector calls
 // unreachable gets send trials while its isolation runs too, since its
 // probes would never end it early (a flapping broker whose probes fail
-// answers sends in its up phase). The fast path's refused probe calls it.
+// answers sends in its up phase); so does a loaded broker held by the
+// backoff past the duration table's isolation (recoveryState.loaded),
+// whose answering probes prove nothing. Neither gets one while it was slow
+// within a failure isolation (recentlySlow). The fast path's refused probe
+// calls it.
 func (c5 cascade5) isolatedTrial(e *entry) bool {
 	now := c5.s.table.seen.Load()
-	return c5.s.policies.reachFirst && !e.s.reachable.Load() && e.s.failed.Load() &&
-		now-e.s.trial.failedAt.Load() >= c5.s.policies.trialGap &&
-		!c5.s.recentlySlow(e.s, now) && c5.claimTrial(e)
+	if !e.s.failed.Load() || now-e.s.trial.failedAt.Load() < c5.s.policies.trialGap || c5.s.recentlySlow(e.s, now) {
+		return false
+	}
+	unreachable := c5.s.policies.reachFirst && !e.s.reachable.Load()
+	base := e.s.rec.baseUntil.Load()
+	loaded := base != 0 && now >= base && e.s.rec.loaded(base)
+	return (unreachable || loaded) && c5.claimTrial(e)
 }
 
 // recentlySlow reports whether s's broker answered a send, or failed one,
