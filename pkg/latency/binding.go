@@ -27,6 +27,9 @@ type binding struct {
 	// room caches whether brokers the first stage takes have room
 	// (roomcache.go).
 	room roomCache
+	// trialScan is the table time from which a refused probe may look for
+	// a due send trial (dueTrial, trial.go).
+	trialScan atomic.Int64
 
 	// v4's least-bad pick answers queues that may not be in the route's
 	// list; they are made once per broker and kept here: per broker of the

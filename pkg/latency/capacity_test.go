@@ -1058,6 +1058,38 @@ func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 	}
 }
 
+// TestCapacityTrialBehindIsolatedBroker: a broker whose probes fail gets
+// its send trials even when its queues follow an isolated broker's in the
+// route. The round robin's first probe never lands on such a broker: it is
+// refused on the isolated broker before it, and the cascade walks on past
+// the queues after it and claims the index for them. So the trials once
+// waited for the isolated broker to come back (a flapping broker behind a
+// down one was kept out through its up phase, the cluster short of both).
+func TestCapacityTrialBehindIsolatedBroker(t *testing.T) {
+	r := newPresetRig(t, 4, 2)
+	down := latency.Outcome{Class: latency.ClassTransportFailed, Latency: time.Millisecond}
+	pickOf(t, r, "b1").Done(down) // down through the test: isolated for the table's 10 s
+	pickOf(t, r, "b2").Done(down) // down, and its probes fail
+	r.s.Table().SetReachable("b2", false)
+	trials := 0
+	counts := r.run(t, 300, 3*time.Second, func(b string) latency.Outcome {
+		switch b {
+		case "b1":
+			return down
+		case "b2":
+			trials++ // b2 is back up: it answers
+		}
+		return answered(time.Millisecond)
+	})
+	if trials == 0 {
+		t.Fatalf("b2 behind isolated b1: no trial in 3 s (counts %v)", counts)
+	}
+	if !r.s.Table().IsAvailable("b2") || counts["b2"] < 40 {
+		t.Errorf("b2 answered its trial: available %t with %d of 300 picks, want back with most of its share (counts %v)",
+			r.s.Table().IsAvailable("b2"), counts["b2"], counts)
+	}
+}
+
 // TestCapacityIsolatedTrialWaitsAGap: a failure's isolation admits no send
 // trial for one trial gap (the detect interval) after the failure. Every
 // producer of a fleet meets a broker's failure in the same instant, and

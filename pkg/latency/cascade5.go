@@ -57,6 +57,9 @@ func (c5 cascade5) refused(info *route.PublishInfo, b *binding, v *capView, e *e
 	if e.s.isolated.Load() && c5.isolatedTrial(e) {
 		return c5.s.pickedSlot(info, e.s, p, StageTrial), true
 	}
+	if q, ok := c5.dueTrial(b); ok {
+		return c5.s.pickedSlot(info, b.entries[q].s, q, StageTrial), true
+	}
 	return c5.cascade(info, b, v, -1, b.probed(info, iv, p))
 }
 

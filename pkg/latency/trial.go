@@ -177,3 +177,45 @@ func (s *Strategy) trialAnswered(sl *slot, d time.Duration) {
 		sl.endIsolation(now)
 	}
 }
+
+// dueTrial looks, at most trialScans times a trial gap per route, for a
+// broker of binding b whose send trial is due (trial, isolatedTrial) and
+// claims it: a trial waits for the round robin's first probe to land on
+// its broker, and a first probe never lands on a broker whose queues follow
+// an isolated broker's in the route (the probe refused on the isolated
+// one, the cascade walks on past the queues after it and claims the index
+// for them), so without the scan a flapping broker behind a down one got no
+// trial until the down one came back. It returns the position of the
+// trial's queue (its broker's first) and true, or false. The fast path's refused probe calls it after the probe's own
+// trial; no lock, no allocation, no clock read.
+func (c5 cascade5) dueTrial(b *binding) (int, bool) {
+	gap := c5.s.policies.trialGap
+	if gap <= 0 {
+		return 0, false
+	}
+	now := c5.s.table.seen.Load()
+	at := b.trialScan.Load()
+	if now < at || !b.trialScan.CompareAndSwap(at, now+gap/trialScans) {
+		return 0, false
+	}
+	for bi, sl := range b.slots {
+		e := &b.entries[b.firstPos[bi]]
+		if e.s != sl || !sl.present.Load() {
+			continue
+		}
+		ok := false
+		if sl.isolated.Load() {
+			ok = c5.isolatedTrial(e)
+		} else if c5.s.policies.reachFirst && !sl.reachable.Load() {
+			ok = c5.trial(e)
+		}
+		if ok {
+			return int(b.firstPos[bi]), true
+		}
+	}
+	return 0, false
+}
+
+// trialScans is how many times a trial gap a route's refused probes look
+// for a due trial (dueTrial).
+const trialScans = 10
