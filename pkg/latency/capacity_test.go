@@ -996,7 +996,9 @@ func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
 // its latency isolates nothing for brings it back within a trial gap, not
 // after the backoff's 20 s (a broker slow for half a minute was kept out
 // a minute after it recovered), while a still-slow answer keeps it out at
-// one trial's cost. A broker that failed without being loaded (down) gets
+// one trial's cost, as does one the table would isolate nothing for but
+// that is far slower than the other brokers' (fastLimit: a broker slow at
+// a 600 ms median answers under 550 ms nearly half the time). A broker that failed without being loaded (down) gets
 // no such trial: its probes are its way back.
 func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 	for _, tt := range []struct {
@@ -1007,6 +1009,7 @@ func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 	}{
 		{"recovered broker is back after the table's isolation", true, time.Millisecond, true},
 		{"still-slow broker stays out", true, 700 * time.Millisecond, false},
+		{"an answer under the table's first step but slower than the others' keeps it out", true, 300 * time.Millisecond, false},
 		{"a broker that was down gets no trial", false, time.Millisecond, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

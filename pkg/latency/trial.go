@@ -167,15 +167,43 @@ func (s *slot) endIsolation(now int64) {
 // broker's running isolation when the duration table isolates nothing for
 // d and the broker answered no send slowly (an answer the table isolates
 // for) within one failure isolation of the table: a degraded broker's
-// faster answers do not bring it back.
+// faster answers do not bring it back. A loaded repeat offender's trial
+// must also answer as the others do (within fastLimit): a broker slow at
+// a 600 ms median answers under the table's first step (550 ms in v5)
+// nearly half the time, and each early end put it back into service
+// slow. An answer slower than that stamps it slow, so its next trial
+// waits a failure isolation.
 func (s *Strategy) trialAnswered(sl *slot, d time.Duration) {
 	t := s.durations.Load().t
 	if !sl.isolated.Load() || t.Isolation(max(d, 0)) > 0 {
 		return
 	}
-	if now := s.table.now(); !s.recentlySlow(sl, now) {
-		sl.endIsolation(now)
+	now := s.table.now()
+	if s.recentlySlow(sl, now) {
+		return
 	}
+	if base := sl.rec.baseUntil.Load(); base != 0 && sl.rec.loaded(base) && d > s.table.fastLimit(sl, now) {
+		sl.trial.slowAt.Store(now)
+		return
+	}
+	sl.endIsolation(now)
+}
+
+// fastLimit is the latency within which broker slot sl answers as the
+// others do at table time now: latencyRatio times the least average
+// latency of the other brokers that have one, and at least latencyFloor
+// (share.go's measure of a slow broker). Off the pick path: it reads every
+// slot.
+func (t *FaultTable) fastLimit(sl *slot, now int64) time.Duration {
+	least := int64(0)
+	if slots := t.slots.Load(); slots != nil {
+		for _, o := range *slots {
+			if l := o.cap.fadedLat(now); o != sl && l > 0 && (least == 0 || l < least) {
+				least = l
+			}
+		}
+	}
+	return max(latencyRatio*time.Duration(least), latencyFloor)
 }
 
 // dueTrial looks, at most trialScans times a trial gap per route, for a
