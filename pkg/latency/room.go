@@ -10,6 +10,10 @@ type Room struct {
 	Latency         time.Duration // the broker's answers' average latency, faded to now (0: none)
 	// Other brokers: known, reachable, reachable with room, serving (reachable, not isolated), serving with room.
 	Others, Reachable, ReachableRoom, Serving, ServingRoom int
+	// ElsewhereLatency is the least average latency, faded to now, of the
+	// other reachable brokers: 0 when one has none (it has not answered
+	// lately) or none is reachable.
+	ElsewhereLatency time.Duration
 }
 
 // answeredWindow is how recently a broker must have answered to count as
@@ -69,6 +73,9 @@ func (t *FaultTable) room(m *capacityModel, broker string, now int64) Room {
 			continue
 		}
 		r.Reachable++
+		if l := time.Duration(sl.cap.fadedLat(now)); r.Reachable == 1 || l < r.ElsewhereLatency {
+			r.ElsewhereLatency = l
+		}
 		serving := !sl.isolated.Load()
 		if serving {
 			r.Serving++

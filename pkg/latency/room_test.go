@@ -68,7 +68,13 @@ func TestRoomAccount(t *testing.T) {
 	r.s.Report(pickOf(t, r, "b0"), answered(time.Millisecond))
 	want := latency.Room{Here: true, Answering: true, Latency: time.Millisecond,
 		Others: 4, Reachable: 3, ReachableRoom: 2, Serving: 2, ServingRoom: 1}
-	if got := r.s.Room("b0"); got != want {
+	got := r.s.Room("b0")
+	// The least latency of b1, b2 and b4: b4's 1 ms, or 0 when pickOf
+	// answered none of b1's picks (b1 has no average then).
+	if el := got.ElsewhereLatency; el != 0 && el != time.Millisecond {
+		t.Errorf("Room(b0).ElsewhereLatency = %v, want 1ms (b4's) or 0 (b1 without an average)", el)
+	}
+	if got.ElsewhereLatency = 0; got != want {
 		t.Errorf("Room(b0) = %+v, want %+v", got, want)
 	}
 	r.clock.Advance(latency.AnsweredWindow + time.Millisecond)
@@ -88,7 +94,8 @@ func TestRoomAccount(t *testing.T) {
 }
 
 // TestRoomLatencySlowAnswers: Room.Latency is the broker's answered-latency
-// average, faded to now: a broker answering at 1.5 s shows a second or more
+// average, faded to now (and ElsewhereLatency the least of the other
+// reachable brokers'): a broker answering at 1.5 s shows a second or more
 // (the send loop then leaves its attempts uncapped by a 1 s per-attempt
 // cap), and once it has not answered for two seconds (a broker that froze:
 // timeouts add no sample) it has faded below a second.
@@ -106,6 +113,24 @@ func TestRoomLatencySlowAnswers(t *testing.T) {
 	}
 	if got := r.s.Room("b1").Latency; got >= time.Second {
 		t.Errorf("Room(b1).Latency = %v for a broker that has not answered, want under 1 s", got)
+	}
+	// ElsewhereLatency is the other reachable brokers' least: b2 answers
+	// fast (pickOf answers the picks it passes over in 1 ms).
+	if got := r.s.Room("b1").ElsewhereLatency; got >= 500*time.Millisecond {
+		t.Errorf("Room(b1).ElsewhereLatency = %v with b2 answering fast, want under half a second", got)
+	}
+	picks = picks[:0]
+	for range 64 {
+		picks = append(picks, pickOf(t, r, "b2"))
+	}
+	for _, p := range picks {
+		r.s.Report(p, answered(1500*time.Millisecond))
+	}
+	if got := r.s.Room("b1").ElsewhereLatency; got < time.Second || got > 1500*time.Millisecond {
+		t.Errorf("Room(b1).ElsewhereLatency = %v with b0 and b2 answering at 1.5 s, want 1 s to 1.5 s", got)
+	}
+	if got := r.s.Room("b0").ElsewhereLatency; got >= 500*time.Millisecond {
+		t.Errorf("Room(b0).ElsewhereLatency = %v with b1 answering fast, want under half a second", got)
 	}
 	r.clock.Advance(2 * time.Second)
 	if got := r.s.Room("b0").Latency; got >= time.Second {

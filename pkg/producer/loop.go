@@ -401,6 +401,10 @@ func (l *Loop) begin(q *route.MessageQueue, now time.Time, plan *Plan) bool {
 			// cap. Timeouts add no sample, so the average of a broker
 			// that stops answering fades below half the cap within a
 			// second or so.
+		case 2*r.ElsewhereLatency >= l.p.perRequest:
+			// Every other broker a retry could go to answers as slowly:
+			// the retry would meet the same slowness, so the attempt
+			// keeps the whole budget.
 		case r.AttemptElsewhere():
 			cur = l.p.perRequest
 		case r.Only():

@@ -223,8 +223,9 @@ func TestLoopNoRoomRule(t *testing.T) {
 // keeps all but one cap of the budget left (3 s budget, 1 s cap: 2 s, then
 // 1.99 s after a 10 ms failure), or, when the model calls the broker the
 // only room (latency.Room.Only), or the broker's answers average half the
-// cap or more (latency.Room.Latency: the cap would cut most of them), the
-// whole budget left (3 s, then 2.99 s).
+// cap or more (latency.Room.Latency: the cap would cut most of them), or
+// every other reachable broker's do (latency.Room.ElsewhereLatency: a retry
+// would meet the same slowness), the whole budget left (3 s, then 2.99 s).
 // A model that is off, and a strategy that is not a RoomModel, are capped
 // as the reference caps. The last attempt
 // gets what is left, never capped, and the model is not asked about it.
@@ -240,6 +241,8 @@ func TestLoopPerAttemptCapNowhereElse(t *testing.T) {
 		{"slow answers", &roomSlow, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
 		{"answers at half the cap", &roomHalf, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
 		{"answers just under half the cap", &roomFast, [2]time.Duration{time.Second, time.Second}},
+		{"every other broker as slow", &roomSlowElsewhere, [2]time.Duration{3 * time.Second, 3*time.Second - 10*time.Millisecond}},
+		{"another broker faster", &roomFastElsewhere, [2]time.Duration{time.Second, time.Second}},
 		{"model off", &latency.Room{}, [2]time.Duration{time.Second, time.Second}},
 		{"not a RoomModel", nil, [2]time.Duration{time.Second, time.Second}},
 	} {
@@ -324,6 +327,13 @@ var (
 	// roomFast: room elsewhere, the broker's answers average just under
 	// half the cap.
 	roomFast = latency.Room{Here: true, Answering: true, Latency: 500*time.Millisecond - time.Millisecond,
+		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
+	// roomSlowElsewhere: room elsewhere, but every other reachable broker's
+	// answers average half the cap or more (a retry meets the same
+	// slowness); roomFastElsewhere: one of them answers faster than that.
+	roomSlowElsewhere = latency.Room{Here: true, Answering: true, ElsewhereLatency: 500 * time.Millisecond,
+		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
+	roomFastElsewhere = latency.Room{Here: true, Answering: true, ElsewhereLatency: 500*time.Millisecond - time.Millisecond,
 		Others: 2, Reachable: 2, ReachableRoom: 1, Serving: 2, ServingRoom: 1}
 	// roomCutOff: the other brokers are unreachable.
 	roomCutOff = latency.Room{Answering: true, Others: 2}
