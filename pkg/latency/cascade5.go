@@ -51,8 +51,9 @@ func (c5 cascade5) pick(info *route.PublishInfo, in PickInfo) (Pick, bool) {
 }
 
 // refused is the fast path's pick when its first probe, e at position p of
-// index value iv, was refused: a send trial to e (trial.go), else the
-// cascade from the probe on. Out of line, so the fast path stays small.
+// index value iv, was refused: a send trial to e, or to another broker of
+// the route whose trial is due (trial.go), else the cascade from the probe
+// on. Out of line, so the fast path stays small.
 func (c5 cascade5) refused(info *route.PublishInfo, b *binding, v *capView, e *entry, p int, iv int32) (Pick, bool) {
 	if e.s.isolated.Load() && c5.isolatedTrial(e) {
 		return c5.s.pickedSlot(info, e.s, p, StageTrial), true
