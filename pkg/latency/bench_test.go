@@ -274,8 +274,11 @@ func BenchmarkDetectRound(b *testing.B) {
 				sl.checkStamp.Store(0) // every item due again
 			}
 			rep, _ := s.DetectRound(context.Background())
-			if rep.TimedOut != 1000 {
-				b.Fatalf("round timed out %d probes, want 1000", rep.TimedOut)
+			// A probe whose detector returns past its grace on a loaded
+			// machine is NoAnswer, not TimedOut: either way it ran into
+			// its timeout.
+			if rep.TimedOut+rep.NoAnswer != 1000 {
+				b.Fatalf("round timed out %d probes (%d more without an answer from the detector), want 1000", rep.TimedOut, rep.NoAnswer)
 			}
 		}
 	})
