@@ -128,6 +128,15 @@ func (r *recoveryState) loaded(base int64) bool {
 	return at != 0 && at >= began-(base-began)
 }
 
+// loadedHold reports whether the broker's running failure isolation is
+// one the backoff lengthened while the broker was loaded (the hold its
+// send trials end, trial.go), with the end the duration table alone gave
+// it (base). One atomic load, three while a lengthened isolation runs.
+func (r *recoveryState) loadedHold() (base int64, ok bool) {
+	base = r.baseUntil.Load()
+	return base, base != 0 && r.loaded(base)
+}
+
 // reset forgets everything (the broker left the table).
 func (r *recoveryState) reset() {
 	r.since.Store(0)

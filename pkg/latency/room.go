@@ -11,8 +11,8 @@ type Room struct {
 	// Other brokers: known, reachable, reachable with room, serving (reachable, not isolated), serving with room.
 	Others, Reachable, ReachableRoom, Serving, ServingRoom int
 	// ElsewhereLatency is the least average latency, faded to now, of the
-	// other reachable brokers: 0 when one has none (it has not answered
-	// lately) or none is reachable.
+	// other reachable brokers: 0 when one has never answered, or none is
+	// reachable (one that stopped answering fades towards 0).
 	ElsewhereLatency time.Duration
 }
 

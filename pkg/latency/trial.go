@@ -88,9 +88,8 @@ func (c5 cascade5) isolatedTrial(e *entry) bool {
 		return false
 	}
 	unreachable := c5.s.policies.reachFirst && !e.s.reachable.Load()
-	base := e.s.rec.baseUntil.Load()
-	loaded := base != 0 && now >= base && e.s.rec.loaded(base)
-	return (unreachable || loaded) && c5.claimTrial(e)
+	base, held := e.s.rec.loadedHold()
+	return (unreachable || held && now >= base) && c5.claimTrial(e)
 }
 
 // recentlySlow reports whether s's broker answered a send, or failed one,
@@ -182,7 +181,7 @@ func (s *Strategy) trialAnswered(sl *slot, d time.Duration) {
 	if s.recentlySlow(sl, now) {
 		return
 	}
-	if base := sl.rec.baseUntil.Load(); base != 0 && sl.rec.loaded(base) && d > s.table.fastLimit(sl, now) {
+	if _, held := sl.rec.loadedHold(); held && d > s.table.fastLimit(sl, now) {
 		sl.trial.slowAt.Store(now)
 		return
 	}
@@ -214,8 +213,9 @@ func (t *FaultTable) fastLimit(sl *slot, now int64) time.Duration {
 // one, the cascade walks on past the queues after it and claims the index
 // for them), so without the scan a flapping broker behind a down one got no
 // trial until the down one came back. It returns the position of the
-// trial's queue (its broker's first) and true, or false. The fast path's refused probe calls it after the probe's own
-// trial; no lock, no allocation, no clock read.
+// trial's queue (its broker's first) and true, or false. The fast path's
+// refused probe calls it after the probe's own trial; no lock, no
+// allocation, no clock read.
 func (c5 cascade5) dueTrial(b *binding) (int, bool) {
 	gap := c5.s.policies.trialGap
 	if gap <= 0 {

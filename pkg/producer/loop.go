@@ -333,17 +333,21 @@ func (l *Loop) next(now time.Time) (latency.PickInfo, bool) {
 		}
 	}
 	if b := l.p.budget; b != nil && l.phase == phaseNext {
-		if l.attempts == 0 {
+		switch {
+		case l.attempts == 0:
 			b.deposit(now)
-		} else if resumed {
-			// Not charged to the retry budget.
-		} else if slot, ok := b.withdraw(now); ok {
-			l.charges.add(slot)
-		} else if l.park(now) {
-			return latency.PickInfo{}, false
-		} else {
-			l.refused()
-			return latency.PickInfo{}, false
+		case resumed: // the room-wait allowance paid for it, not the retry budget
+		default:
+			slot, ok := b.withdraw(now)
+			switch {
+			case ok:
+				l.charges.add(slot)
+			case l.park(now):
+				return latency.PickInfo{}, false
+			default:
+				l.refused()
+				return latency.PickInfo{}, false
+			}
 		}
 	}
 	var pi latency.PickInfo
