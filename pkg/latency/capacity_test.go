@@ -616,7 +616,6 @@ func TestCapacityRetriesSplitByWeight(t *testing.T) {
 			t.Errorf("%s took %.0f%% of the retries, want 15%% to 30%% (counts %v)", b, 100*got, counts)
 		}
 	}
-	t.Logf("counts %v", counts)
 	if counts["b0"] != 0 {
 		t.Errorf("%d retries went back to b0, the broker retried from (counts %v)", counts["b0"], counts)
 	}
@@ -703,6 +702,46 @@ func TestCapacityNoRoomTakesIsolated(t *testing.T) {
 	}
 	if counts["b1"] == 0 || r.s.Table().IsAvailable("b1") {
 		t.Errorf("no broker with room but b1, isolated (available %t): counts %v, want some picks on b1 and b1 still isolated", r.s.Table().IsAvailable("b1"), counts)
+	}
+}
+
+// TestCapacityNoRoomRetryTakesIsolated is TestCapacityNoRoomTakesIsolated
+// for retries under the isolation cap: the cap's retry pass wants a broker
+// nothing isolates, but when none of those has room a partner isolated for
+// its latency (it answers, and has room) takes share of the retries too. A
+// retry pass that kept off it sent every retry where it was refused while
+// the slow broker's room went unused (a stall and a down broker beside a
+// slow one: the retries went back to the stalled broker).
+func TestCapacityNoRoomRetryTakesIsolated(t *testing.T) {
+	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
+	slow := answered(5 * time.Second)
+	pickOf(t, r, "b1").Done(slow)
+	for _, b := range []string{"b0", "b2", "b3"} {
+		for range 3 {
+			pushOnce(t, r, b)
+		}
+	}
+	if r.s.Table().IsAvailable("b1") {
+		t.Fatal("b1 available after a 5 s answer, want isolated")
+	}
+	counts := map[string]int{}
+	for range 400 {
+		p, ok := r.s.Select(r.info, latency.PickInfo{LastBroker: "b0", LastClass: latency.ClassBusy, ResetIndex: true})
+		if !ok {
+			t.Fatal("no pick")
+		}
+		counts[p.Queue.BrokerName]++
+		if p.Queue.BrokerName == "b1" {
+			p.Done(slow)
+		} else {
+			p.Done(answered(time.Millisecond))
+		}
+	}
+	if counts["b0"] != 0 {
+		t.Errorf("retries after b0's push-back landed on b0: counts %v", counts)
+	}
+	if counts["b1"] < 100 {
+		t.Errorf("no broker nothing isolates has room, b1 (isolated, answering, at full weight) has: got %d of 400 retries (counts %v), want at least 100", counts["b1"], counts)
 	}
 }
 

@@ -14,8 +14,9 @@ package latency
 // case the later ones would decide otherwise:
 //
 //  1. trialStays: a send trial stays on p.
-//  2. isolatedPartnerStays: an isolated partner takes share only when the
-//     cap releases it or, outside the strict pass, no broker has room.
+//  2. isolatedPartnerStays: an isolated partner takes share only when no
+//     broker the pass takes has room or, outside the strict pass, the cap
+//     releases it.
 //  3. movesByWeight: the pick moves to the partner with probability
 //     w_q - w_p, the latency term (latencyScaled) scaling w_p.
 //
@@ -58,7 +59,7 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 		return p
 	}
 	if e2.s.isolated.Load() {
-		// p has no room, nor has any other broker the first stage takes.
+		// p has no room, nor has any other broker the pass takes.
 		noRoom := wp < roomWeight && !c5.roomElsewhere(b, v, e.broker, last, strict, u)
 		if isolatedPartnerStays(v, e2, strict, noRoom) {
 			return p
@@ -81,15 +82,18 @@ func (c5 cascade5) share(b *binding, v *capView, p int, last int32, idx int32, s
 func trialStays(e *entry) bool { return !e.s.reachable.Load() }
 
 // isolatedPartnerStays is share's second rule: a pick whose partner e2 is
-// isolated stays on p, unless outside the cap's retry pass (strict false)
-// the cap releases the partner or no broker the first stage takes has
-// room (noRoom). With no room anywhere, a broker that answers (reachable)
-// but is isolated for its latency or a failure is room the cluster would
-// otherwise lose, as the reference's reachable stage uses it once busy
-// answers have isolated every broker; the strict pass wants a broker
-// nothing isolates.
+// isolated stays on p, unless no broker the pass takes has room (noRoom:
+// p has none, nor has any other broker the first stage takes, or in the
+// cap's retry pass, strict, any other broker nothing isolates), or outside
+// that pass the cap releases the partner. With no room anywhere, a broker
+// that answers (reachable) but is isolated for its latency or a failure is
+// room the cluster would otherwise lose, as the reference's reachable stage
+// uses it once busy answers have isolated every broker. The strict pass
+// wants a broker nothing isolates while one of those has room; without
+// room among them its retries went back where they were refused while the
+// isolated broker's room stayed unused.
 func isolatedPartnerStays(v *capView, e2 *entry, strict, noRoom bool) bool {
-	return e2.s.isolated.Load() && (strict || (!noRoom && !v.releases(e2.broker)))
+	return e2.s.isolated.Load() && !noRoom && (strict || !v.releases(e2.broker))
 }
 
 // movesByWeight is share's third rule: the pick moves to the partner
