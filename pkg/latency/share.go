@@ -90,8 +90,8 @@ func trialStays(e *entry) bool { return !e.s.reachable.Load() }
 // room the cluster would otherwise lose, as the reference's reachable stage
 // uses it once busy answers have isolated every broker. The strict pass
 // wants a broker nothing isolates while one of those has room; without
-// room among them its retries went back where they were refused while the
-// isolated broker's room stayed unused.
+// room among them, keeping off the isolated partner would send the retry
+// back where it was refused and leave the partner's room unused.
 func isolatedPartnerStays(v *capView, e2 *entry, strict, noRoom bool) bool {
 	return e2.s.isolated.Load() && !noRoom && (strict || !v.releases(e2.broker))
 }
