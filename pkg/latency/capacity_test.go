@@ -669,50 +669,13 @@ func failedTrials(t *testing.T, r *presetRig, broker string, picks int) int {
 	return trials
 }
 
-// TestCapacityNoRoomTakesIsolated pins the no-room half of share's third
-// rule (isolatedPartnerStays): when no broker the first stage takes has
-// room, a partner isolated for its latency (it answers) takes share of
-// first attempts; without it the isolated broker would get none while the
-// brokers it could relieve push back.
-func TestCapacityNoRoomTakesIsolated(t *testing.T) {
-	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
-	slow := answered(5 * time.Second)
-	p := pickOf(t, r, "b1")
-	p.Done(slow)
-	if r.s.Table().IsAvailable("b1") {
-		t.Fatal("b1 available after a 5 s answer, want isolated")
-	}
-	for _, b := range []string{"b0", "b2", "b3"} {
-		for range 3 {
-			pushOnce(t, r, b)
-		}
-	}
-	counts := map[string]int{}
-	for range 200 {
-		p, ok := r.s.Select(r.info, latency.PickInfo{})
-		if !ok {
-			t.Fatal("no pick")
-		}
-		counts[p.Queue.BrokerName]++
-		if p.Queue.BrokerName == "b1" {
-			p.Done(slow)
-		} else {
-			p.Done(answered(time.Millisecond))
-		}
-	}
-	if counts["b1"] == 0 || r.s.Table().IsAvailable("b1") {
-		t.Errorf("no broker with room but b1, isolated (available %t): counts %v, want some picks on b1 and b1 still isolated", r.s.Table().IsAvailable("b1"), counts)
-	}
-}
-
-// TestCapacityNoRoomRetryTakesIsolated is TestCapacityNoRoomTakesIsolated
-// for retries under the isolation cap: the cap's retry pass wants a broker
-// nothing isolates, but when none of those has room a partner isolated for
-// its latency (it answers, and has room) takes share of the retries too. A
-// retry pass that kept off it sent every retry where it was refused while
-// the slow broker's room went unused (a stall and a down broker beside a
-// slow one: the retries went back to the stalled broker).
-func TestCapacityNoRoomRetryTakesIsolated(t *testing.T) {
+// noRoomButIsolated is a preset rig of four brokers in which b1 is
+// isolated for a 5 s answer (it answers: reachable, at full weight) and
+// b0, b2 and b3 pushed back three times each (below half weight: no room),
+// with no climb back; it returns the rig and the answer that keeps b1
+// isolated.
+func noRoomButIsolated(t *testing.T) (*presetRig, latency.Outcome) {
+	t.Helper()
 	r := newPresetRig(t, 4, 2, func(c *latency.Config) { c.Capacity.Recovery = time.Hour })
 	slow := answered(5 * time.Second)
 	pickOf(t, r, "b1").Done(slow)
@@ -724,9 +687,17 @@ func TestCapacityNoRoomRetryTakesIsolated(t *testing.T) {
 	if r.s.Table().IsAvailable("b1") {
 		t.Fatal("b1 available after a 5 s answer, want isolated")
 	}
+	return r, slow
+}
+
+// pickCounts makes n picks with in on r, answering b1's with slow and the
+// others' at once, and counts them by broker; b1 must still be isolated
+// after them.
+func pickCounts(t *testing.T, r *presetRig, in latency.PickInfo, n int, slow latency.Outcome) map[string]int {
+	t.Helper()
 	counts := map[string]int{}
-	for range 400 {
-		p, ok := r.s.Select(r.info, latency.PickInfo{LastBroker: "b0", LastClass: latency.ClassBusy, ResetIndex: true})
+	for range n {
+		p, ok := r.s.Select(r.info, in)
 		if !ok {
 			t.Fatal("no pick")
 		}
@@ -737,6 +708,34 @@ func TestCapacityNoRoomRetryTakesIsolated(t *testing.T) {
 			p.Done(answered(time.Millisecond))
 		}
 	}
+	if r.s.Table().IsAvailable("b1") {
+		t.Fatalf("b1 available after its slow answers (counts %v), want still isolated", counts)
+	}
+	return counts
+}
+
+// TestCapacityNoRoomTakesIsolated pins the no-room half of share's second
+// rule (isolatedPartnerStays): when no broker the first stage takes has
+// room, a partner isolated for its latency (it answers) takes share of
+// first attempts; without it the isolated broker would get none while the
+// brokers it could relieve push back.
+func TestCapacityNoRoomTakesIsolated(t *testing.T) {
+	r, slow := noRoomButIsolated(t)
+	if counts := pickCounts(t, r, latency.PickInfo{}, 200, slow); counts["b1"] == 0 {
+		t.Errorf("no broker with room but b1, isolated: counts %v, want some first attempts on b1", counts)
+	}
+}
+
+// TestCapacityNoRoomRetryTakesIsolated is TestCapacityNoRoomTakesIsolated
+// for retries under the isolation cap: the cap's retry pass wants a broker
+// nothing isolates, but when none of those has room a partner isolated for
+// its latency (it answers, and has room) takes share of the retries too,
+// rather than every retry going where it is refused. No retry goes back to
+// the broker that pushed back.
+func TestCapacityNoRoomRetryTakesIsolated(t *testing.T) {
+	r, slow := noRoomButIsolated(t)
+	retry := latency.PickInfo{LastBroker: "b0", LastClass: latency.ClassBusy, ResetIndex: true}
+	counts := pickCounts(t, r, retry, 400, slow)
 	if counts["b0"] != 0 {
 		t.Errorf("retries after b0's push-back landed on b0: counts %v", counts)
 	}
