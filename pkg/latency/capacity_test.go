@@ -962,26 +962,31 @@ func TestOnlyRoom(t *testing.T) {
 	}
 }
 
-// TestCapacityIsolatedUnreachableTrial: a broker whose failure isolated it
-// and whose probes call it unreachable (a flapping broker in its up phase,
-// probes filtered) gets send trials while its isolation runs; an answer its
+// TestCapacityIsolatedTrial: a broker whose failure isolated it gets send
+// trials while its isolation runs, whether its probes call it unreachable
+// (a flapping broker in its up phase, probes filtered) or reachable again
+// (a flapping broker whose probe answered in its up phase: an answered
+// probe ends no isolation, and once took the trial away); an answer its
 // latency isolates nothing for ends the isolation at once (its share is
 // back within a second or two, not after the table's 10 s), while a slow
 // answer the duration table isolates for leaves the isolation running, and
 // a broker that answered slowly before it failed (degraded, not down) or
 // whose failure was a timeout (blackholed) gets no trial at all.
-func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
+func TestCapacityIsolatedTrial(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		answer    time.Duration
 		back      bool
 		slowFirst bool
 		timeout   bool
+		reachable bool
 	}{
-		{"fast answer ends the isolation", time.Millisecond, true, false, false},
-		{"slow answer keeps it", 3 * time.Second, false, false, false},
-		{"degraded broker gets no trial", time.Millisecond, false, true, false},
-		{"timed-out broker gets no trial", time.Millisecond, false, false, true},
+		{"fast answer ends the isolation", time.Millisecond, true, false, false, false},
+		{"probes answering: fast answer ends the isolation", time.Millisecond, true, false, false, true},
+		{"slow answer keeps it", 3 * time.Second, false, false, false, false},
+		{"degraded broker gets no trial", time.Millisecond, false, true, false, false},
+		{"probes answering: degraded broker gets no trial", time.Millisecond, false, true, false, true},
+		{"timed-out broker gets no trial", time.Millisecond, false, false, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newPresetRig(t, 4, 2)
@@ -994,7 +999,7 @@ func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
 				fail = latency.Outcome{Class: latency.ClassTransportTimeout, Latency: time.Second}
 			}
 			pickOf(t, r, "b2").Done(fail)
-			r.s.Table().SetReachable("b2", false)
+			r.s.Table().SetReachable("b2", tt.reachable)
 			if r.s.Table().IsAvailable("b2") {
 				t.Fatal("b2 available after a failed send, want isolated")
 			}
@@ -1008,10 +1013,10 @@ func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
 			})
 			noTrial := tt.slowFirst || tt.timeout
 			if trials == 0 && !noTrial {
-				t.Fatalf("isolated, unreachable b2: no trial in 3 s (counts %v)", counts)
+				t.Fatalf("isolated b2 (reachable %t): no trial in 3 s (counts %v)", tt.reachable, counts)
 			}
 			if trials != 0 && noTrial {
-				t.Errorf("isolated, unreachable b2 that was slow or timed out: %d trials in 3 s, want none", trials)
+				t.Errorf("isolated b2 (reachable %t) that was slow or timed out: %d trials in 3 s, want none", tt.reachable, trials)
 			}
 			if got := r.s.Table().IsAvailable("b2"); got != tt.back {
 				t.Errorf("b2 answered its trial in %v: available %t, want %t (counts %v)", tt.answer, got, tt.back, counts)
@@ -1036,8 +1041,9 @@ func TestCapacityIsolatedUnreachableTrial(t *testing.T) {
 // a minute after it recovered), while a still-slow answer keeps it out at
 // one trial's cost, as does one the table would isolate nothing for but
 // that is far slower than the other brokers' (fastLimit: a broker slow at
-// a 600 ms median answers under 550 ms nearly half the time). A broker that failed without being loaded (down) gets
-// no such trial: its probes are its way back.
+// a 600 ms median answers under 550 ms nearly half the time). A broker
+// that failed fast without being loaded (down, then its probes answer)
+// gets its trial one gap after the failure, and is back at its answer.
 func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -1048,7 +1054,7 @@ func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 		{"recovered broker is back after the table's isolation", true, time.Millisecond, true},
 		{"still-slow broker stays out", true, 700 * time.Millisecond, false},
 		{"an answer under the table's first step but slower than the others' keeps it out", true, 300 * time.Millisecond, false},
-		{"a broker that was down gets no trial", false, time.Millisecond, false},
+		{"a broker that was down is back at its first trial", false, time.Millisecond, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newPresetRig(t, 4, 2)
@@ -1074,11 +1080,21 @@ func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 				}
 				return answered(time.Millisecond)
 			}
-			if counts := r.run(t, 950, 9500*time.Millisecond, answer); counts["b2"] != 0 {
+			counts := r.run(t, 950, 9500*time.Millisecond, answer)
+			if !tt.loaded {
+				// Down, not loaded, its probes answering: a trial one gap
+				// after the failure ends the hold.
+				if !r.s.Table().IsAvailable("b2") || counts["b2"] < 100 {
+					t.Errorf("b2 down, its probes answering: available %t, %d of 950 picks in 9.5 s; want back at its trial (counts %v)",
+						r.s.Table().IsAvailable("b2"), counts["b2"], counts)
+				}
+				return
+			}
+			if counts["b2"] != 0 {
 				t.Fatalf("b2 held by the backoff: %d picks within the table's 10 s, want none (counts %v)", counts["b2"], counts)
 			}
 			trials := 0
-			counts := r.run(t, 350, 3500*time.Millisecond, func(b string) latency.Outcome {
+			counts = r.run(t, 350, 3500*time.Millisecond, func(b string) latency.Outcome {
 				if b == "b2" {
 					trials++
 				}
@@ -1090,10 +1106,8 @@ func TestCapacityLoadedRepeatOffenderTrial(t *testing.T) {
 			switch {
 			case tt.back && counts["b2"] < 40:
 				t.Errorf("b2 back after its trial: %d of 350 picks, want most of its share (counts %v)", counts["b2"], counts)
-			case !tt.back && tt.loaded && (trials == 0 || trials > 2):
+			case !tt.back && (trials == 0 || trials > 2):
 				t.Errorf("b2 still slow: %d trials in 3.5 s past the table's isolation, want one or two", trials)
-			case !tt.loaded && trials != 0:
-				t.Errorf("b2 down, not loaded: %d trials, want none (its probes bring it back)", trials)
 			}
 		})
 	}

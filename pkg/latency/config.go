@@ -26,6 +26,10 @@ type Config struct {
 	// DetectTimeout bounds each probe (reference 200 ms).
 	DetectTimeout time.Duration
 	// DetectPeriod is how often the background loop runs a round (reference 3 s).
+	// With ProbeFailures on and a period shorter than DetectInterval, a
+	// broker whose probe was refused (failed before its timeout) and that
+	// is unreachable is probed again at the next round, not an interval
+	// later.
 	DetectPeriod time.Duration
 	// DetectParallel bounds a round's probes at once (reference 1).
 	DetectParallel int
@@ -134,7 +138,7 @@ func DefaultConfig() Config {
 	c.FaultTolerance = true
 	c.Detector = true
 	c.DetectParallel = 16
-	c.DetectPeriod = time.Second
+	c.DetectPeriod = 250 * time.Millisecond
 	c.DetectInterval = time.Second
 	c.IsolationCap = &IsolationCapConfig{MaxFraction: 0.5}
 	c.Backoff = &BackoffConfig{Multiplier: 2, Max: 60 * time.Second, Decay: 1000}

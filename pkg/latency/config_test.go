@@ -180,7 +180,7 @@ func TestConfigPresets(t *testing.T) {
 		{"Reference4", latency.Reference4(), latency.Config{Mode: latency.ModeV4, DetectInterval: 2 * time.Second,
 			DetectTimeout: 200 * time.Millisecond, DetectPeriod: 3 * time.Second, DetectParallel: 1}},
 		{"DefaultConfig", latency.DefaultConfig(), latency.Config{Mode: latency.ModeV5, FaultTolerance: true, Detector: true,
-			DetectInterval: time.Second, DetectTimeout: 200 * time.Millisecond, DetectPeriod: time.Second, DetectParallel: 16}},
+			DetectInterval: time.Second, DetectTimeout: 200 * time.Millisecond, DetectPeriod: 250 * time.Millisecond, DetectParallel: 16}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

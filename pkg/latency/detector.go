@@ -46,6 +46,10 @@ type detector struct {
 	failures bool // Config.ProbeFailures: a failed probe marks the broker unreachable, unless a send of it was answered within interval
 	obs      Observer
 	log      *slog.Logger
+	// refusedGap, when positive, is how soon a broker whose probe failed
+	// before its deadline (a refused connection) and that is unreachable
+	// is due again, in place of interval (detectorConfig.RefusedGap).
+	refusedGap time.Duration
 	// recoveredAfter is Config.Recovery.After: probes answering that long
 	// cut a lengthened isolation, with the rule's guards (recovery.go).
 	recoveredAfter time.Duration
@@ -78,6 +82,11 @@ type detectorConfig struct {
 	// slow brokers needs a Strategy's outcome hook: a detector without one
 	// applies the others only.
 	RecoveredAfter time.Duration
+	// RefusedGap, when positive, makes a broker whose probe failed before
+	// its deadline (refused, not timed out) and that is unreachable due
+	// again that long after the probe instead of Interval: a flapping
+	// broker's up phase is found within it, for a refused connect each.
+	RefusedGap time.Duration
 }
 
 // newDetector validates cfg and returns a detector over cfg.Table, or every
@@ -105,6 +114,9 @@ func newDetector(cfg detectorConfig) (*detector, error) {
 	if cfg.RecoveredAfter < 0 {
 		l.Add(invalid("RecoveredAfter", cfg.RecoveredAfter, "must not be negative"))
 	}
+	if cfg.RefusedGap < 0 {
+		l.Add(invalid("RefusedGap", cfg.RefusedGap, "must not be negative"))
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -127,6 +139,7 @@ func newDetector(cfg detectorConfig) (*detector, error) {
 		log:      cfg.Logger,
 
 		recoveredAfter: cfg.RecoveredAfter,
+		refusedGap:     cfg.RefusedGap,
 	}, nil
 }
 
@@ -332,6 +345,12 @@ func (d *detector) probe(ctx context.Context, sl *slot, addr string, c *roundCou
 		}
 		if d.failures && sl.present.Load() && !sl.cap.answeredSince(d.table.now()-int64(d.interval)) && sl.setReachable(false) {
 			ev.BecameUnreachable = true
+		}
+		if !timedOut && d.refusedGap > 0 && !sl.reachable.Load() {
+			// Refused, not timed out: probing again soon costs a connect.
+			if next := addNanos(d.table.now(), d.refusedGap); next < sl.checkStamp.Load() {
+				sl.checkStamp.Store(next)
+			}
 		}
 		if d.recoveredAfter > 0 {
 			sl.probeFailed(d.table.now())

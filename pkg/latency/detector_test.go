@@ -255,6 +255,47 @@ func TestDetectRoundCheckStamp(t *testing.T) {
 	}
 }
 
+// TestDetectRoundRefusedDueNextRound: under the probe-failure policy, a
+// broker whose probe was refused (failed before its deadline) is due again
+// one round period later, not an interval; a probe that timed out or
+// answered, or any probe with the policy off, stamps now + interval.
+func TestDetectRoundRefusedDueNextRound(t *testing.T) {
+	tests := []struct {
+		name    string
+		on      bool
+		err     error
+		wantDue int64 // ms after t0
+	}{
+		{"refused", true, errRefused, 5250},
+		{"timed out", true, context.DeadlineExceeded, 6000},
+		{"answered", true, nil, 6000},
+		{"refused, policy off", false, errRefused, 6000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			r := newDetectorRig(t, ctrl, true, func(c *latency.Config) {
+				c.Detector, c.ProbeFailures = true, tt.on
+				c.DetectInterval, c.DetectPeriod = time.Second, 250*time.Millisecond
+			})
+			r.isolate("b", true)
+			r.clock.Advance(5 * time.Second)
+			r.resolver.EXPECT().Resolve("b").Return("addr-b", true)
+			r.service.EXPECT().Detect(gomock.Any(), "addr-b").Return(tt.err)
+			r.obs.EXPECT().OnProbe(gomock.Any())
+			r.round(t)
+			if it, _ := r.s.Table().Item("b"); ms(it.CheckStamp) != tt.wantDue {
+				t.Errorf("CheckStamp = %d ms after t0, want %d", ms(it.CheckStamp), tt.wantDue)
+			}
+			// Not due before its stamp: a round then probes nothing.
+			r.clock.Advance(200 * time.Millisecond)
+			if rep := r.round(t); rep.Probed != 0 {
+				t.Errorf("a round 200 ms later probed %d, want 0", rep.Probed)
+			}
+		})
+	}
+}
+
 // TestDetectRoundMixed checks the report's counts over several brokers, and
 // that with one probe at a time they are taken in name order.
 func TestDetectRoundMixed(t *testing.T) {

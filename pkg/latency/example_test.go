@@ -110,7 +110,7 @@ func ExampleDefaultConfig() {
 	// Output:
 	// v5 false false 3s 1
 	// v4 false false 3s 1
-	// v5 true true 1s 16
+	// v5 true true 250ms 16
 }
 
 // The fault table on its own: v5 only ever extends an isolation, and the

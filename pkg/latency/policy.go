@@ -250,6 +250,7 @@ var reachableFirstPolicy = policyKind{
 		if c.Detector && c.ProbeFailures {
 			p.reachFirst = true
 			p.trialGap = int64(c.DetectInterval)
+			p.outcomes = append(p.outcomes, trialHook{})
 		}
 	},
 }

@@ -272,11 +272,7 @@ func (recoveryHook) report(a attempt, o Outcome) (FaultUpdate, bool) {
 	case o.Class == ClassBusy:
 		a.slot.rec.loadedAt.Store(a.table.now())
 	case o.Class == ClassAnswered && !o.Pending && a.table.isolation(max(o.Latency, 0)) > 0:
-		now := a.table.now()
-		a.slot.rec.loadedAt.Store(now)
-		a.slot.trial.slowAt.Store(now) // trial.go: no early end by a send trial
-	case o.Class != ClassAnswered && !o.Pending && a.table.isolation(max(o.Latency, 0)) > 0:
-		a.slot.trial.slowAt.Store(a.table.now()) // a timeout: trial.go, no trial while isolated
+		a.slot.rec.loadedAt.Store(a.table.now())
 	}
 	return FaultUpdate{}, false
 }

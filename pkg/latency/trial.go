@@ -24,23 +24,24 @@ import (
 // attempt per trial, fewer and fewer, where the reference's first stage
 // sends it every attempt of its share once its isolation is over.
 //
-// Probes that fail while sends would be answered also hold a failure
-// isolation to its end: a flapping broker whose probes always fail is
-// isolated for the table's 10 s at each down phase, through the up phase
-// after it. So an isolated broker the detector calls unreachable gets trials
-// too, from the fast path's first probe (isolatedTrial), one a detect
-// interval with no doubling while the isolation runs; a trial answered in a
-// latency the duration table isolates nothing for ends the isolation at
-// once (endIsolation), a slower answer leaves it to the table's rules.
+// A failure isolation also holds to its end through an up phase: a
+// flapping broker is isolated for the table's 10 s at each down phase, and
+// neither its failing probes nor an answered one (which marks it reachable
+// but ends no isolation) brings it back before then. So a broker isolated
+// for a failure gets trials too, whatever the detector calls it, from the
+// fast path's first probe (isolatedTrial), one a detect interval with no
+// doubling while the isolation runs; a trial answered in a latency the
+// duration table isolates nothing for ends the isolation at once
+// (endIsolation), a slower answer leaves it to the table's rules.
 //
-// A loaded repeat offender gets trials too (the recovery rule's other
-// half, recovery.go): a broker that answered busy or slowly and then failed
+// A loaded repeat offender (the recovery rule's other half, recovery.go)
+// is one of these: a broker that answered busy or slowly and then failed
 // again is held by the backoff past the duration table's isolation, and its
-// probes, which answer for a slow or busy broker, never cut that hold. So
-// once the table's isolation alone would have ended, and no answer or
-// timeout of it has been slow for one failure isolation, it gets the same
-// trials: an answer the table isolates nothing for ends the hold, a slow
-// one stamps it slow again and so waits a failure isolation for the next.
+// probes, which answer for a slow or busy broker, never cut that hold. Once
+// no answer or timeout of it has been slow for one failure isolation, its
+// trials bring it back: an answer the table isolates nothing for, and as
+// fast as the other brokers' (fastLimit), ends the hold; a slower one
+// stamps it slow again and so waits a failure isolation for the next.
 
 // trialState is one broker's send trial. Safe for concurrent use.
 type trialState struct {
@@ -49,9 +50,9 @@ type trialState struct {
 	// level counts the failed trials since the broker was last reachable:
 	// each doubles the wait for the next, up to trialMaxLevel.
 	level atomic.Int32
-	// slowAt is when the broker last answered a send in a latency the
-	// duration table isolates for (table time; 0: never), stamped by the
-	// recovery rule's outcome hook (recovery.go).
+	// slowAt is when the broker last answered a send, or failed one, in a
+	// latency the duration table isolates for (table time; 0: never),
+	// stamped by trialHook.
 	slowAt atomic.Int64
 	// failedAt is when a failure last isolated the broker (table time),
 	// stamped by the isolation's rule (slot.extend): an isolated trial
@@ -74,22 +75,39 @@ func (c5 cascade5) trial(e *entry) bool {
 
 // isolatedTrial reports whether entry e, isolated and not kept in service
 // by the isolation cap, takes a first-stage trial pick now, and if so
-// claims it: under reachable first, a broker the detector calls
-// unreachable gets send trials while its isolation runs too, since its
-// probes would never end it early (a flapping broker whose probes fail
-// answers sends in its up phase); so does a loaded broker held by the
-// backoff past the duration table's isolation (recoveryState.loaded),
-// whose answering probes prove nothing. Neither gets one while it was slow
-// within a failure isolation (recentlySlow). The fast path's refused probe
-// calls it.
+// claims it: under reachable first, a broker isolated for a failure gets
+// send trials while its isolation runs, one trial gap after the failure at
+// the earliest, since its probes would never end it early (a flapping
+// broker answers sends in its up phase, whether its probes fail or
+// answer; a loaded broker's answering probes prove nothing). It gets none
+// while it was slow within a failure isolation (recentlySlow). The fast
+// path's refused probe calls it; without reachable first there is no trial
+// (claimTrial: no trial gap).
 func (c5 cascade5) isolatedTrial(e *entry) bool {
 	now := c5.s.table.seen.Load()
 	if !e.s.failed.Load() || now-e.s.trial.failedAt.Load() < c5.s.policies.trialGap || c5.s.recentlySlow(e.s, now) {
 		return false
 	}
-	unreachable := c5.s.policies.reachFirst && !e.s.reachable.Load()
-	base, held := e.s.rec.loadedHold()
-	return (unreachable || held && now >= base) && c5.claimTrial(e)
+	return c5.claimTrial(e)
+}
+
+// trialHook is the send trial's outcome hook (reachableFirstPolicy
+// installs it): it stamps an answer or a failure slow enough for the
+// duration table to isolate for on the broker's slot (trialState.slowAt),
+// so a degraded or blackholed broker gets no trial and no early end while
+// isolated (recentlySlow), and leaves the update to the rules.
+type trialHook struct{}
+
+var _ outcomeHook = trialHook{}
+
+// report stamps o on a's slot when its latency is one the duration table
+// isolates for. It reads the clock only then, allocates nothing for a
+// known broker and takes no lock.
+func (trialHook) report(a attempt, o Outcome) (FaultUpdate, bool) {
+	if a.slot != nil && !o.Pending && o.Class != ClassBusy && a.table.isolation(max(o.Latency, 0)) > 0 {
+		a.slot.trial.slowAt.Store(a.table.now())
+	}
+	return FaultUpdate{}, false
 }
 
 // recentlySlow reports whether s's broker answered a send, or failed one,

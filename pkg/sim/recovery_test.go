@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,16 +108,15 @@ func TestRecoveryMeasure(t *testing.T) {
 // POLICIES.md, comparing the preset with the preset without the rule
 // (recovered_after 0):
 //
-//   - frozen-broker (REAL-BROKER.md's frozen JVM), with the preset as it was
-//     measured on the real broker (load-aware picks off): the rule brings
-//     broker-b back within 3 s of its recovery, where without it the
-//     backoff's 20 s isolation keeps it out for more than 10 s (with
-//     load-aware picks on, the failed broker's score keeps it out of the
-//     picks after its first isolation, and there is no lengthened isolation
-//     to cut: POLICIES.md);
-//   - frozen-short-capacity (the same freeze where the two brokers left are
-//     short of capacity): coming back early makes more sends, none failed,
-//     at a lower p99;
+//   - frozen-broker (REAL-BROKER.md's frozen JVM) and frozen-short-capacity
+//     (the same freeze where the two brokers left are short of capacity):
+//     broker-b is back within 3 s of its recovery with the rule, and so it
+//     is without it, by its send trial (trial.go: a broker under a failure
+//     isolation gets one once no answer of it was slow for a failure
+//     isolation, whatever its probes say), where before the trials the
+//     backoff's 20 s isolation kept it out for more than 10 s; and on the
+//     cluster short of capacity the rule changes the sends, failed sends
+//     and p99 by under 1% either way: the trial does the rule's work;
 //   - where probes answer for a broker that has not recovered (wedged:
 //     accepts probes, fails sends; flapping-blackhole; hot-broker-queue: a
 //     busy broker; the default scenario and slow-broker: a slow one;
@@ -140,29 +140,30 @@ func TestRecoveredBrokerComesBack(t *testing.T) {
 		}
 		return sc
 	}
-	t.Run("frozen-broker", func(t *testing.T) {
-		sc := load(t, filepath.Join(scenarioDir, "frozen-broker.yaml"))
-		on, off := on, off
-		rep := mustRun(t, sc, WithStrategies(on, off))
-		ev := sc.Events[0]
-		gotOn := outAfterRecovery(rep.Results[0], ev.Broker, ev.End())
-		gotOff := outAfterRecovery(rep.Results[1], ev.Broker, ev.End())
-		t.Logf("%s kept out after it recovered: %v with the rule, %v without", ev.Broker, gotOn, gotOff)
-		if gotOn > 3*time.Second {
-			t.Errorf("with the rule %s came back %v after it recovered, want at most 3s", ev.Broker, gotOn)
-		}
-		if gotOff < 10*time.Second {
-			t.Errorf("without the rule %s came back %v after it recovered, want the lengthened isolation (over 10s)", ev.Broker, gotOff)
-		}
-	})
-	t.Run("frozen-short-capacity", func(t *testing.T) {
-		rep := mustRun(t, load(t, filepath.Join(scenarioDir, "frozen-short-capacity.yaml")), WithStrategies(on, off))
-		a, b := rep.Results[0], rep.Results[1]
-		t.Logf("with the rule %d sends, %d failed, p99 %v; without %d, %d, %v", a.Sends, a.Failed, a.Latency.P99, b.Sends, b.Failed, b.Latency.P99)
-		if a.Sends <= b.Sends || a.Failed > b.Failed || a.Latency.P99 >= b.Latency.P99 {
-			t.Errorf("the rule should make more sends, fail no more and lower the p99")
-		}
-	})
+	for _, name := range []string{"frozen-broker", "frozen-short-capacity"} {
+		t.Run(name, func(t *testing.T) {
+			sc := load(t, filepath.Join(scenarioDir, name+".yaml"))
+			rep := mustRun(t, sc, WithStrategies(on, off))
+			ev := sc.Events[0]
+			for i, label := range []string{"with the rule", "without the rule"} {
+				got := outAfterRecovery(rep.Results[i], ev.Broker, ev.End())
+				t.Logf("%s: %s kept out %v after it recovered", label, ev.Broker, got)
+				if got > 3*time.Second {
+					t.Errorf("%s %s came back %v after it recovered, want at most 3s", label, ev.Broker, got)
+				}
+			}
+			a, b := rep.Results[0], rep.Results[1]
+			t.Logf("with the rule %d sends, %d failed, p99 %v; without %d, %d, %v", a.Sends, a.Failed, a.Latency.P99, b.Sends, b.Failed, b.Latency.P99)
+			if name != "frozen-short-capacity" {
+				return
+			}
+			near := func(x, y float64) bool { return math.Abs(x-y) <= 0.01*max(x, y) }
+			if a.Failed != 0 || b.Failed != 0 || !near(float64(a.Sends), float64(b.Sends)) ||
+				!near(float64(a.Latency.P99), float64(b.Latency.P99)) {
+				t.Errorf("want no failed sends and the rule changing sends and p99 by under 1%%")
+			}
+		})
+	}
 	for _, path := range []string{"", filepath.Join(scenarioDir, "wedged.yaml"), filepath.Join(scenarioDir, "flapping-blackhole.yaml"),
 		filepath.Join(scenarioDir, "hot-broker-queue.yaml"), filepath.Join(recoveryDir, "frozen-twice.yaml"),
 		filepath.Join(recoveryDir, "slow-broker.yaml"), filepath.Join(recoveryDir, "busy-broker.yaml"),
