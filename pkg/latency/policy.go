@@ -255,6 +255,17 @@ var reachableFirstPolicy = policyKind{
 	},
 }
 
+// refusedGap is the detector's RefusedGap for cfg: under the probe-failure
+// policy, when rounds come more often than a broker's check stamp holds, a
+// broker whose probe was refused is probed again at the next round; 0
+// (off) otherwise, and always in the reference presets.
+func refusedGap(cfg Config) time.Duration {
+	if cfg.ProbeFailures && cfg.DetectPeriod < cfg.DetectInterval {
+		return cfg.DetectPeriod
+	}
+	return 0
+}
+
 // isolationHook shapes what an update does to a broker's isolation.
 type isolationHook interface {
 	// failureIsolation returns how long a failure at now isolates s, base

@@ -342,14 +342,3 @@ func (s *Strategy) Close() error {
 	close(s.closeDone)
 	return nil
 }
-
-// refusedGap is the detector's RefusedGap for cfg: under the probe-failure
-// policy, when rounds come more often than a broker's check stamp holds, a
-// broker whose probe was refused is probed again at the next round; 0
-// (off) otherwise, and always in the reference presets.
-func refusedGap(cfg Config) time.Duration {
-	if cfg.ProbeFailures && cfg.DetectPeriod < cfg.DetectInterval {
-		return cfg.DetectPeriod
-	}
-	return 0
-}
